@@ -1,0 +1,53 @@
+"""`ggmodules`: run one service, or bring the whole suite up.
+
+    ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this process
+    ggmodules registry    [--port N] [--modulestore-address A]  ...
+    ggmodules up                                                 every service, each its own process
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from collections.abc import Sequence
+
+import structlog
+
+from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.logging import configure_logging
+from ggmodules.runtime.server import serve_forever
+
+# service name -> module with `build_service(config, log) -> Service`
+SERVICES = {
+    "modulestore": "ggmodules.server.modulestore.app",
+    "registry": "ggmodules.server.registry.app",
+}
+
+
+def run_service(name: str, argv: Sequence[str]) -> None:
+    config = ServiceConfig.load(name, argv)
+    configure_logging(config.log_level)
+    log = structlog.get_logger().bind(service=name)
+    build = importlib.import_module(SERVICES[name]).build_service
+    asyncio.run(serve_forever(build(config, log), config.host, config.port, config.grace_seconds, log))
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in ("-h", "--help"):
+        print(__doc__)
+        return
+    command, rest = args[0], args[1:]
+    if command in SERVICES:
+        run_service(command, rest)
+    elif command == "up":
+        from ggmodules.cli.up import up
+
+        sys.exit(up(rest))
+    else:
+        sys.exit(f"ggmodules: unknown command {command!r}; try `ggmodules --help`")
+
+
+if __name__ == "__main__":
+    main()

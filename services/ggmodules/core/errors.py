@@ -1,0 +1,131 @@
+"""Domain errors: plain exceptions carrying a status category and a machine-readable reason.
+
+One place (`ggmodules.runtime.errors`) maps them to gRPC statuses with a `google.rpc.ErrorInfo`; the
+SDK rebuilds typed exceptions from the reason. Reasons are `ggmodules.common.v1.ErrorReason` names
+without their prefix.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Mapping, Sequence
+
+
+class Code(enum.Enum):
+    """Status categories, named as gRPC names them (the core imports no grpc)."""
+
+    INVALID_ARGUMENT = "INVALID_ARGUMENT"
+    NOT_FOUND = "NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    FAILED_PRECONDITION = "FAILED_PRECONDITION"
+    RESOURCE_EXHAUSTED = "RESOURCE_EXHAUSTED"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    OUT_OF_RANGE = "OUT_OF_RANGE"
+    ABORTED = "ABORTED"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+class Reason(enum.Enum):
+    UNKNOWN_KIND = "UNKNOWN_KIND"
+    INVALID_FIELD = "INVALID_FIELD"
+    RUN_NOT_FOUND = "RUN_NOT_FOUND"
+    AGENT_NOT_FOUND = "AGENT_NOT_FOUND"
+    STORE_NOT_FOUND = "STORE_NOT_FOUND"
+    PROFILE_NOT_FOUND = "PROFILE_NOT_FOUND"
+    NOT_A_HOLDER = "NOT_A_HOLDER"
+    READ_ONLY = "READ_ONLY"
+    CAP_EXCEEDED = "CAP_EXCEEDED"
+    TASK_CYCLE = "TASK_CYCLE"
+    DANGLING_EDGE = "DANGLING_EDGE"
+    SYSTEM_PROMPT_ALREADY_SET = "SYSTEM_PROMPT_ALREADY_SET"
+    INVALID_FSM = "INVALID_FSM"
+    TOO_LARGE = "TOO_LARGE"
+    WRONG_KIND = "WRONG_KIND"
+    REQUEST_ID_REUSED = "REQUEST_ID_REUSED"
+    RUN_NOT_RUNNING = "RUN_NOT_RUNNING"
+    HISTORY_REQUIRED = "HISTORY_REQUIRED"
+    ENTRY_NOT_FOUND = "ENTRY_NOT_FOUND"
+    ALREADY_EXISTS = "ALREADY_EXISTS"
+    WRONG_RUN = "WRONG_RUN"
+    UNKNOWN_TOOL = "UNKNOWN_TOOL"
+    INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
+    UNAVAILABLE = "UNAVAILABLE"
+
+
+class DomainError(Exception):
+    """A refusal. `message` is for a person; `reason` and `metadata` are for a program."""
+
+    code: Code = Code.FAILED_PRECONDITION
+    default_reason: Reason = Reason.INVALID_FIELD
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: Reason | None = None,
+        metadata: Mapping[str, str] | None = None,
+        violations: Sequence[tuple[str, str]] = (),
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.reason = reason or self.default_reason
+        self.metadata: dict[str, str] = dict(metadata or {})
+        # (field, description) pairs, carried as google.rpc.BadRequest field violations.
+        self.violations: list[tuple[str, str]] = list(violations)
+
+
+class InvalidArgument(DomainError):
+    code = Code.INVALID_ARGUMENT
+    default_reason = Reason.INVALID_FIELD
+
+
+class NotFound(DomainError):
+    code = Code.NOT_FOUND
+    default_reason = Reason.ENTRY_NOT_FOUND
+
+
+class AlreadyExists(DomainError):
+    code = Code.ALREADY_EXISTS
+    default_reason = Reason.ALREADY_EXISTS
+
+
+class FailedPrecondition(DomainError):
+    code = Code.FAILED_PRECONDITION
+    default_reason = Reason.INVALID_FIELD
+
+
+class ResourceExhausted(DomainError):
+    code = Code.RESOURCE_EXHAUSTED
+    default_reason = Reason.CAP_EXCEEDED
+
+
+class PermissionDenied(DomainError):
+    code = Code.PERMISSION_DENIED
+    default_reason = Reason.NOT_A_HOLDER
+
+
+class Unavailable(DomainError):
+    """A dependency (another service, the database) cannot be reached; safe to retry."""
+
+    code = Code.UNAVAILABLE
+    default_reason = Reason.UNAVAILABLE
+
+
+class UnknownKind(InvalidArgument):
+    def __init__(self, word: str, *, field: str = "kind") -> None:
+        from ggmodules.core.kinds import KIND_WORDS
+
+        valid = ", ".join(KIND_WORDS)
+        super().__init__(
+            f"{field}: {word!r} is not a kind; the six kinds are {valid}",
+            reason=Reason.UNKNOWN_KIND,
+            metadata={"field": field, "value": word, "valid": valid},
+            violations=[(field, f"{word!r} is not one of {valid}")],
+        )
+
+
+def missing(field: str) -> InvalidArgument:
+    return InvalidArgument(
+        f"{field} is required", metadata={"field": field}, violations=[(field, "required")]
+    )

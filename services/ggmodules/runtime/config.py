@@ -1,0 +1,63 @@
+"""Service configuration: a frozen dataclass read once from flags and environment, then passed in.
+
+Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING>`, then the default.
+
+| setting | flag | default |
+|---|---|---|
+| HOST | --host | 127.0.0.1 |
+| PORT | --port | the service's default port (`ggmodules up`) or 0 |
+| DATABASE_URL | --database-url | sqlite:///var/<service>.db |
+| LOG_LEVEL | --log-level | info |
+| GRACE_SECONDS | --grace-seconds | 5 |
+| MODULESTORE_ADDRESS | --modulestore-address | 127.0.0.1:50052 (services that call ModuleStore) |
+| REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+DEFAULT_PORTS = {"registry": 50051, "modulestore": 50052, "transfer": 50053, "telemetry": 50054}
+
+
+@dataclass(frozen=True)
+class ServiceConfig:
+    service: str
+    host: str = "127.0.0.1"
+    port: int = 0
+    database_url: str = ""
+    log_level: str = "info"
+    grace_seconds: float = 5.0
+    modulestore_address: str = f"127.0.0.1:{DEFAULT_PORTS['modulestore']}"
+    registry_address: str = f"127.0.0.1:{DEFAULT_PORTS['registry']}"
+
+    @classmethod
+    def load(
+        cls, service: str, argv: Sequence[str] = (), env: Mapping[str, str] | None = None
+    ) -> ServiceConfig:
+        env = os.environ if env is None else env
+        parser = argparse.ArgumentParser(prog=f"ggmodules {service}")
+        for name in ("host", "port", "database-url", "log-level", "grace-seconds",
+                     "modulestore-address", "registry-address"):
+            parser.add_argument(f"--{name}")
+        args = vars(parser.parse_args(list(argv)))
+
+        def pick(setting: str, default: str) -> str:
+            flag = args.get(setting.lower())
+            if flag is not None:
+                return str(flag)
+            return env.get(f"GGMODULES_{service.upper()}_{setting}", env.get(f"GGMODULES_{setting}", default))
+
+        return cls(
+            service=service,
+            host=pick("HOST", "127.0.0.1"),
+            port=int(pick("PORT", str(DEFAULT_PORTS.get(service, 0)))),
+            database_url=pick("DATABASE_URL", f"sqlite:///var/{service}.db"),
+            log_level=pick("LOG_LEVEL", "info"),
+            grace_seconds=float(pick("GRACE_SECONDS", "5")),
+            modulestore_address=pick("MODULESTORE_ADDRESS", cls.modulestore_address),
+            registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
+        )

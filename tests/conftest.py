@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
+from ggmodules.registry.v1 import registry_service_pb2_grpc
+from tests.harness import BACKENDS, Suite
+
+
+@pytest.fixture(scope="session", params=BACKENDS)
+def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    """ModuleStore and Registry on each backend: SQLite always, PostgreSQL when a URL is given."""
+    s = Suite(request.param, Path(tmp_path_factory.mktemp(f"db-{request.param}")))
+    yield s
+    s.close()
+
+
+@pytest.fixture()
+def modulestore(suite: Suite) -> modulestore_service_pb2_grpc.ModuleStoreServiceStub:
+    return modulestore_service_pb2_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+
+
+@pytest.fixture()
+def registry(suite: Suite) -> registry_service_pb2_grpc.RegistryServiceStub:
+    return registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+

@@ -1,0 +1,188 @@
+"""Test harness: real services on port 0, in-process (a loop on a background thread) or as OS processes.
+
+Nothing here is mocked: each service is the real grpc.aio server over a real database (a SQLite file, or
+a fresh PostgreSQL database when `GGMODULES_TEST_POSTGRES_URL` is set).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import os
+import subprocess
+import sys
+import threading
+import uuid
+from collections.abc import Coroutine, Iterator
+from concurrent.futures import Future
+from contextlib import contextmanager
+from dataclasses import replace
+from pathlib import Path
+from typing import Any, TypeVar
+
+import grpc
+import structlog
+from google.rpc import error_details_pb2
+from grpc_status import rpc_status
+from sqlalchemy import create_engine, text
+from sqlalchemy.engine import make_url
+
+from ggmodules.cli.main import SERVICES
+from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.server import RunningServer, start_server
+
+T = TypeVar("T")
+POSTGRES_URL = os.environ.get("GGMODULES_TEST_POSTGRES_URL", "")
+BACKENDS = ["sqlite", *(["postgres"] if POSTGRES_URL else [])]
+ROOT = Path(__file__).resolve().parent.parent
+
+
+class LoopThread:
+    """An asyncio loop on a daemon thread; tests submit coroutines to it and wait for the result."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True, name="servers")
+        self._thread.start()
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 60) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        return fut.result(timeout)
+
+    def close(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(10)
+
+
+def new_database_url(backend: str, service: str, directory: Path) -> str:
+    """A database no other test session uses: a new SQLite file, or a new PostgreSQL database."""
+    if backend == "sqlite":
+        return f"sqlite:///{directory / f'{service}-{uuid.uuid4().hex[:8]}.db'}"
+    name = f"ggm_test_{service}_{uuid.uuid4().hex[:10]}"
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'CREATE DATABASE "{name}"'))
+    admin.dispose()
+    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+
+
+def drop_database(url: str) -> None:
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "postgresql":
+        return
+    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(text(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)'))
+    admin.dispose()
+
+
+class InProcessService:
+    """One real service on port 0 inside the test process."""
+
+    def __init__(self, loop: LoopThread, config: ServiceConfig) -> None:
+        self.loop = loop
+        self.config = config
+        log = structlog.get_logger().bind(service=config.service)
+        build = importlib.import_module(SERVICES[config.service]).build_service
+
+        async def _start() -> RunningServer:
+            return await start_server(build(config, log), config.host, 0, log)
+
+        self.running = loop.run(_start())
+        self.address = self.running.address
+
+    def stop(self) -> None:
+        self.loop.run(self.running.stop(0.5))
+
+
+class Suite:
+    """ModuleStore and Registry, started in-process against one backend."""
+
+    def __init__(self, backend: str, directory: Path) -> None:
+        self.backend = backend
+        self.loop = LoopThread()
+        self.urls = {name: new_database_url(backend, name, directory) for name in ("modulestore", "registry")}
+        base = ServiceConfig(service="modulestore", port=0, log_level="warning")
+        self.modulestore = InProcessService(
+            self.loop, replace(base, service="modulestore", database_url=self.urls["modulestore"])
+        )
+        self.registry = InProcessService(
+            self.loop,
+            replace(
+                base,
+                service="registry",
+                database_url=self.urls["registry"],
+                modulestore_address=self.modulestore.address,
+            ),
+        )
+        self._channels: list[grpc.Channel] = []
+
+    def channel(self, address: str) -> grpc.Channel:
+        ch = grpc.insecure_channel(address)
+        self._channels.append(ch)
+        return ch
+
+    def close(self) -> None:
+        for ch in self._channels:
+            ch.close()
+        self.registry.stop()
+        self.modulestore.stop()
+        self.loop.close()
+        for url in self.urls.values():
+            drop_database(url)
+
+
+class ServiceProcess:
+    """One service as its own OS process, started with `--port 0`; its address comes from its ready line."""
+
+    def __init__(self, service: str, *args: str, env: dict[str, str] | None = None) -> None:
+        self.service = service
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "ggmodules.cli.main", service, "--port", "0", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **(env or {})},
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith(f"ready {service} "):
+            self.proc.kill()
+            _, err = self.proc.communicate(timeout=10)
+            raise RuntimeError(f"{service} did not start: {line!r}\n{err}")
+        self.address = line.split()[2]
+
+    def terminate(self, timeout: float = 15) -> int:
+        self.proc.terminate()
+        return self.proc.wait(timeout)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait(15)
+
+
+@contextmanager
+def processes(*specs: tuple[str, tuple[str, ...]]) -> Iterator[list[ServiceProcess]]:
+    started: list[ServiceProcess] = []
+    try:
+        for service, args in specs:
+            started.append(ServiceProcess(service, *args))
+        yield started
+    finally:
+        for p in reversed(started):
+            if p.proc.poll() is None:
+                p.kill()
+
+
+
+def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
+    """The code and ErrorInfo reason of a refusal."""
+    st = rpc_status.from_call(err)  # type: ignore[arg-type]
+    reason = ""
+    if st is not None:
+        for d in st.details:
+            info = error_details_pb2.ErrorInfo()
+            if d.Unpack(info):
+                reason = info.reason
+    return err.code(), reason  # type: ignore[attr-defined]
