@@ -4,12 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BUF    := .tools/node_modules/.bin/buf
 STAMP  := $(VENV)/.installed
+NODE_CLIENT := clients/node/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
 
-.PHONY: setup gen check-gen lint test run bench clean breaking
+.PHONY: setup gen gen-into check-gen lint test run bench clean breaking
 
-setup: $(STAMP) $(BUF)
+setup: $(STAMP) $(BUF) $(NODE_CLIENT)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,18 +22,27 @@ $(BUF): .tools/package.json
 	cd .tools && npm install --no-audit --no-fund --silent
 	touch $(BUF)
 
+# The Node.js client loads the protos at run time; its packages come from the npm registry.
+$(NODE_CLIENT): clients/node/package.json
+	cd clients/node && npm install --no-audit --no-fund --ignore-scripts --silent
+	touch $(NODE_CLIENT)
+
 # Regenerates the Python code beside each .proto (proto path = Python import path).
 gen: $(STAMP)
 	find protos -name '*_pb2*.py*' -delete
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
-	  --python_out=protos --mypy_out=quiet:protos $(PROTOS)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
-	  --grpc_python_out=protos --mypy_grpc_out=quiet:protos $(SERVICE_PROTOS)
+	$(MAKE) --no-print-directory gen-into OUT=protos
 
-# Fails when the committed generated code differs from what `make gen` produces.
-check-gen: gen
-	@git diff --exit-code --stat -- protos || { echo 'generated code is stale: run make gen and commit'; exit 1; }
-	@test -z "$$(git status --porcelain --untracked-files=all -- protos)" || { git status --short -- protos; echo 'generated code is stale: run make gen and commit'; exit 1; }
+gen-into:
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
+	  --python_out=$(OUT) --mypy_out=quiet:$(OUT) $(PROTOS)
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
+	  --grpc_python_out=$(OUT) --mypy_grpc_out=quiet:$(OUT) $(SERVICE_PROTOS)
+
+# Fails when the generated code in the tree differs from what `make gen` would write.
+check-gen: $(STAMP)
+	@out=$$(mktemp -d); $(MAKE) --no-print-directory -s gen-into OUT=$$out >/dev/null; \
+	  diff -r -q -x '*.proto' -x '__pycache__' protos $$out; stale=$$?; rm -rf $$out; \
+	  test $$stale = 0 || { echo 'generated code is stale: run make gen and commit'; exit 1; }
 
 lint: setup check-gen
 	$(BUF) lint
@@ -53,4 +63,4 @@ bench: setup
 	$(PY) -m tests.bench.run
 
 clean:
-	rm -rf $(VENV) .tools/node_modules var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools/node_modules clients/node/node_modules var .pytest_cache .mypy_cache .ruff_cache

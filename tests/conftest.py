@@ -7,7 +7,11 @@ import pytest
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
+from ggmodules.runtime.logging import configure_logging
 from tests.harness import BACKENDS, Suite
+
+# In-process services log like their processes do, but only what a failing test needs.
+configure_logging("warning")
 
 
 @pytest.fixture(scope="session", params=BACKENDS)
@@ -26,4 +30,3 @@ def modulestore(suite: Suite) -> modulestore_service_pb2_grpc.ModuleStoreService
 @pytest.fixture()
 def registry(suite: Suite) -> registry_service_pb2_grpc.RegistryServiceStub:
     return registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
-

@@ -11,6 +11,7 @@ import importlib
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import uuid
 from collections.abc import Coroutine, Iterator
@@ -54,26 +55,33 @@ class LoopThread:
         self._thread.join(10)
 
 
-def new_database_url(backend: str, service: str, directory: Path) -> str:
-    """A database no other test session uses: a new SQLite file, or a new PostgreSQL database."""
+def new_database_url(backend: str, service: str, directory: Path, postgres_url: str = "") -> str:
+    """A database no other test session uses: a new SQLite file, or a new PostgreSQL database created
+    through `postgres_url` (default: GGMODULES_TEST_POSTGRES_URL)."""
     if backend == "sqlite":
         return f"sqlite:///{directory / f'{service}-{uuid.uuid4().hex[:8]}.db'}"
+    server_url = postgres_url or POSTGRES_URL
     name = f"ggm_test_{service}_{uuid.uuid4().hex[:10]}"
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'CREATE DATABASE "{name}"'))
-    admin.dispose()
-    return make_url(POSTGRES_URL).set(database=name).render_as_string(hide_password=False)
+    _admin(server_url, f'CREATE DATABASE "{name}"')
+    return make_url(server_url).set(database=name).render_as_string(hide_password=False)
 
 
 def drop_database(url: str) -> None:
     parsed = make_url(url)
-    if parsed.get_backend_name() != "postgresql":
-        return
-    admin = create_engine(POSTGRES_URL, isolation_level="AUTOCOMMIT")
-    with admin.connect() as conn:
-        conn.execute(text(f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)'))
-    admin.dispose()
+    if parsed.get_backend_name() == "postgresql":
+        _admin(
+            parsed.set(database="postgres").render_as_string(hide_password=False),
+            f'DROP DATABASE IF EXISTS "{parsed.database}" WITH (FORCE)',
+        )
+
+
+def _admin(server_url: str, statement: str) -> None:
+    admin = create_engine(server_url, isolation_level="AUTOCOMMIT")
+    try:
+        with admin.connect() as conn:
+            conn.execute(text(statement))
+    finally:
+        admin.dispose()
 
 
 class InProcessService:
@@ -137,10 +145,12 @@ class ServiceProcess:
 
     def __init__(self, service: str, *args: str, env: dict[str, str] | None = None) -> None:
         self.service = service
+        # The log goes to a file, not a pipe nobody drains (a full pipe would block the service).
+        self._log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ggmodules.cli.main", service, "--port", "0", *args],
             stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
+            stderr=self._log,
             text=True,
             cwd=ROOT,
             env={**os.environ, **(env or {})},
@@ -149,9 +159,13 @@ class ServiceProcess:
         line = self.proc.stdout.readline()
         if not line.startswith(f"ready {service} "):
             self.proc.kill()
-            _, err = self.proc.communicate(timeout=10)
-            raise RuntimeError(f"{service} did not start: {line!r}\n{err}")
+            self.proc.wait(10)
+            raise RuntimeError(f"{service} did not start: {line!r}\n{self.log_text()}")
         self.address = line.split()[2]
+
+    def log_text(self) -> str:
+        """What the service logged to stderr so far (structlog JSON lines)."""
+        return Path(self._log.name).read_text()
 
     def terminate(self, timeout: float = 15) -> int:
         self.proc.terminate()
@@ -175,14 +189,13 @@ def processes(*specs: tuple[str, tuple[str, ...]]) -> Iterator[list[ServiceProce
                 p.kill()
 
 
-
 def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
     """The code and ErrorInfo reason of a refusal."""
-    st = rpc_status.from_call(err)  # type: ignore[arg-type]
+    st = rpc_status.from_call(err)
     reason = ""
     if st is not None:
         for d in st.details:
             info = error_details_pb2.ErrorInfo()
             if d.Unpack(info):
                 reason = info.reason
-    return err.code(), reason  # type: ignore[attr-defined]
+    return err.code(), reason

@@ -1,8 +1,8 @@
 """`ggmodules`: run one service, or bring the whole suite up.
 
-    ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this process
-    ggmodules registry    [--port N] [--modulestore-address A]  ...
-    ggmodules up                                                 every service, each its own process
+ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this process
+ggmodules registry    [--port N] [--modulestore-address A]  ...
+ggmodules up                                                 every service, each its own process
 """
 
 from __future__ import annotations

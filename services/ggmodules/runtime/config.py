@@ -40,8 +40,15 @@ class ServiceConfig:
     ) -> ServiceConfig:
         env = os.environ if env is None else env
         parser = argparse.ArgumentParser(prog=f"ggmodules {service}")
-        for name in ("host", "port", "database-url", "log-level", "grace-seconds",
-                     "modulestore-address", "registry-address"):
+        for name in (
+            "host",
+            "port",
+            "database-url",
+            "log-level",
+            "grace-seconds",
+            "modulestore-address",
+            "registry-address",
+        ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
 

@@ -41,7 +41,9 @@ class Service:
 
 
 class RunningServer:
-    def __init__(self, server: grpc.aio.Server, address: str, health: health_aio.HealthServicer, service: Service) -> None:
+    def __init__(
+        self, server: grpc.aio.Server, address: str, health: health_aio.HealthServicer, service: Service
+    ) -> None:
         self.server = server
         self.address = address
         self.health = health
@@ -74,14 +76,14 @@ async def serve_forever(
     service: Service, host: str, port: int, grace: float, log: structlog.typing.FilteringBoundLogger
 ) -> None:
     """Serves until SIGTERM or SIGINT, then drains in-flight calls for up to `grace` seconds."""
-    running = await start_server(service, host, port, log)
-    log.info("serving", service=service.name, address=running.address)
-    sys.stdout.write(f"ready {service.name} {running.address}\n")
-    sys.stdout.flush()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+    running = await start_server(service, host, port, log)
+    log.info("serving", service=service.name, address=running.address)
+    sys.stdout.write(f"ready {service.name} {running.address}\n")
+    sys.stdout.flush()
     await stop.wait()
     log.info("stopping", service=service.name, grace_seconds=grace)
     await running.stop(grace)

@@ -30,7 +30,7 @@ class RequestLog:
         self._table = row.__table__  # type: ignore[attr-defined]
 
     def recall(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes | None:
-        """The first answer to this request id, or None if it is new. A reuse with other content is refused."""
+        """The first answer to this request id, or None if new. Reuse with other content is refused."""
         row = conn.execute(
             select(self._table.c.request_hash, self._table.c.response).where(
                 self._table.c.method == method, self._table.c.request_id == request_id
@@ -47,7 +47,9 @@ class RequestLog:
             )
         return bytes(row.response)
 
-    def record(self, conn: Connection, method: str, request_id: str, request_hash: str, response: bytes) -> None:
+    def record(
+        self, conn: Connection, method: str, request_id: str, request_hash: str, response: bytes
+    ) -> None:
         conn.execute(
             self._table.insert().values(
                 method=method, request_id=request_id, request_hash=request_hash, response=response

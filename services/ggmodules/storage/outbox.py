@@ -57,7 +57,9 @@ class Outbox:
                 payload=event.SerializeToString(),
             )
         )
-        event.origin_seq = int(result.inserted_primary_key[0])
+        key = result.inserted_primary_key
+        assert key is not None
+        event.origin_seq = int(key[0])
         return event
 
     def _next_stream_seq(self, conn: Connection, run_id: str, agent_id: str) -> int:

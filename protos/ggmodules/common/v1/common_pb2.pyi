@@ -202,6 +202,8 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The tool name is not one the suite publishes."""
     ERROR_REASON_INVALID_PAGE_TOKEN: _ErrorReason.ValueType  # 23
     """A page token that this service did not hand out."""
+    ERROR_REASON_UNAVAILABLE: _ErrorReason.ValueType  # 24
+    """A service this call depends on cannot be reached; the call may be retried with its request id."""
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -251,6 +253,8 @@ ERROR_REASON_UNKNOWN_TOOL: ErrorReason.ValueType  # 22
 """The tool name is not one the suite publishes."""
 ERROR_REASON_INVALID_PAGE_TOKEN: ErrorReason.ValueType  # 23
 """A page token that this service did not hand out."""
+ERROR_REASON_UNAVAILABLE: ErrorReason.ValueType  # 24
+"""A service this call depends on cannot be reached; the call may be retried with its request id."""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final

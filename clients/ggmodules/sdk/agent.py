@@ -1,0 +1,112 @@
+"""An agent: one instance, its roster, and a handle per module it holds.
+
+    planner = gg.open_instance(run.id, "planner")
+    planner.history.append("user", "Build a CLI", start_turn=True)
+    planner.tasks.create("write the parser")
+    copy = planner.fork()
+"""
+
+from __future__ import annotations
+
+import grpc
+
+from ggmodules.sdk import modulestore_calls as ms
+from ggmodules.sdk import registry_calls as reg
+from ggmodules.sdk.bound import Async, Bound, M, Sync, Transport, bound_call, bound_opens
+from ggmodules.sdk.errors import KindNotHeldError
+from ggmodules.sdk.handles import (
+    ArchiveHandle,
+    BoardHandle,
+    HistoryHandle,
+    MemoriesHandle,
+    SkillsHandle,
+    TasksHandle,
+)
+from ggmodules.sdk.plans import ModuleRef
+from ggmodules.sdk.results import Instance, RosterRow
+from ggmodules.sdk.words import Kind
+
+
+class _Agent(Bound[M]):
+    _ref: Instance
+
+    def __init__(self, transport: Transport, instance: Instance) -> None:
+        super().__init__(transport, instance)
+
+    @property
+    def instance(self) -> Instance:
+        return self._ref
+
+    @property
+    def id(self) -> str:
+        return self.instance.agent_id
+
+    @property
+    def run_id(self) -> str:
+        return self.instance.run_id
+
+    @property
+    def profile(self) -> str:
+        return self.instance.profile
+
+    @property
+    def roster(self) -> tuple[RosterRow, ...]:
+        return self.instance.roster
+
+    def holds(self, kind: Kind | str) -> bool:
+        return self.instance.row(kind).enabled
+
+    def store_id(self, kind: Kind | str) -> str:
+        """The store the roster names for a kind; `KindNotHeldError` when the capability is off."""
+        row = self.instance.row(kind)
+        if not row.enabled:
+            raise KindNotHeldError(
+                grpc.StatusCode.FAILED_PRECONDITION, "",
+                f"{self.id} holds no {row.kind.value} module: profile {self.profile!r} turns it off",
+                {"agent_id": self.id, "kind": row.kind.value},
+            )
+        return row.store_id
+
+    def _module(self, kind: Kind) -> ModuleRef:
+        return ModuleRef(self.run_id, self.id, self.store_id(kind))
+
+    @property
+    def history(self) -> HistoryHandle[M]:
+        return HistoryHandle(self._transport, self._module(Kind.HISTORY))
+
+    @property
+    def memories(self) -> MemoriesHandle[M]:
+        return MemoriesHandle(self._transport, self._module(Kind.MEMORIES))
+
+    @property
+    def tasks(self) -> TasksHandle[M]:
+        return TasksHandle(self._transport, self._module(Kind.TASKS))
+
+    @property
+    def board(self) -> BoardHandle[M]:
+        return BoardHandle(self._transport, self._module(Kind.BOARD))
+
+    @property
+    def skills(self) -> SkillsHandle[M]:
+        return SkillsHandle(self._transport, self._module(Kind.SKILLS))
+
+    @property
+    def archive(self) -> ArchiveHandle[M]:
+        return ArchiveHandle(self._transport, self._module(Kind.ARCHIVE))
+
+    prompt = bound_call(ms.prompt)
+    tools = bound_call(ms.held_tools)
+    call_tool = bound_call(ms.agent_call_tool)
+    fork = bound_opens(reg.fork)
+    spawn = bound_opens(reg.spawn)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.id!r}, run={self.run_id!r}, profile={self.profile!r})"
+
+
+class Agent(_Agent[Sync]):
+    """An agent whose calls return their results."""
+
+
+class AsyncAgent(_Agent[Async]):
+    """An agent whose calls return awaitables."""

@@ -1,0 +1,80 @@
+"""The asyncio transport: executes plans on `grpc.aio` channels, opened in the loop of the first call."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Sequence
+from typing import Any, TypeVar
+
+import grpc
+from google.rpc import status_pb2
+from grpc_status import rpc_status
+
+from ggmodules.sdk.agent import AsyncAgent
+from ggmodules.sdk.channels import Stubs, TransportBase
+from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.errors import error_from_status
+from ggmodules.sdk.plans import Plan
+from ggmodules.sdk.results import Instance
+
+T = TypeVar("T")
+
+
+class _Channels:
+    """Opened on first use, inside the running loop, and shared by every derived transport."""
+
+    def __init__(self, config: ClientConfig, interceptors: Sequence[Any]) -> None:
+        self._config = config
+        self._interceptors = list(interceptors)
+        self.stubs: Stubs | None = None
+
+    def get(self) -> Stubs:
+        if self.stubs is None:
+            options, interceptors = list(self._config.channel_options), self._interceptors or None
+            self.stubs = Stubs(self._config, lambda address: grpc.aio.insecure_channel(
+                address, options=options, interceptors=interceptors))
+        return self.stubs
+
+
+class AsyncTransport(TransportBase):
+    def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
+                 channels: _Channels | None = None) -> None:
+        super().__init__(config)
+        self._channels = channels or _Channels(config, interceptors)
+
+    def derive(self, config: ClientConfig) -> AsyncTransport:
+        return AsyncTransport(config, channels=self._channels)
+
+    def agent(self, instance: Instance) -> AsyncAgent:
+        return AsyncAgent(self, instance)
+
+    def run(self, plan: Plan[T]) -> Awaitable[T]:
+        return self._run(plan)
+
+    async def _run(self, plan: Plan[T]) -> T:
+        method = self._channels.get().method(plan)
+        attempts, headers = self._begin(plan)
+        while True:
+            call = method(plan.request, timeout=attempts.timeout(), metadata=headers)
+            try:
+                return plan.convert(await call)
+            except grpc.aio.AioRpcError as err:
+                delay = attempts.retry_after(err.code())
+                if delay is None:
+                    raise error_from_status(err.code(), err.details(), await _rich_status(call),
+                                            attempts=attempts.count) from err
+            await asyncio.sleep(delay)
+
+    async def close(self) -> None:
+        if self._channels.stubs is not None:
+            for channel in self._channels.stubs.channels.values():
+                await channel.close()
+            self._channels.stubs = None
+
+
+async def _rich_status(call: Any) -> status_pb2.Status | None:
+    try:
+        status: status_pb2.Status | None = await rpc_status.aio.from_call(call)
+    except ValueError:  # details that contradict the status: trust the status
+        return None
+    return status

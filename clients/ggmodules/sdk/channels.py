@@ -1,0 +1,43 @@
+"""What the sync and asyncio transports share: the two services' stubs, and how each call begins."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
+from ggmodules.registry.v1 import registry_service_pb2_grpc
+from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.plans import Plan
+from ggmodules.sdk.retry import Attempts
+
+Headers = tuple[tuple[str, str], ...]
+
+
+class Stubs:
+    """Both services' stubs over channels opened by `open_channel(address)` (sync or asyncio)."""
+
+    def __init__(self, config: ClientConfig, open_channel: Callable[[str], Any]) -> None:
+        self.channels = {"registry": open_channel(config.registry),
+                         "modulestore": open_channel(config.modulestore)}
+        self._stubs: dict[str, Any] = {
+            "registry": registry_service_pb2_grpc.RegistryServiceStub(self.channels["registry"]),
+            "modulestore": modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channels["modulestore"]),
+        }
+
+    def method(self, plan: Plan[Any]) -> Any:
+        return getattr(self._stubs[plan.service], plan.method)
+
+
+class TransportBase:
+    def __init__(self, config: ClientConfig) -> None:
+        self._config = config
+
+    @property
+    def config(self) -> ClientConfig:
+        return self._config
+
+    def _begin(self, plan: Plan[Any]) -> tuple[Attempts, Headers]:
+        """The call's retry budget (its deadline included) and the metadata every attempt sends."""
+        config = self._config
+        return Attempts(config.retry, config.timeout, retryable=plan.retryable), plan.headers(config.metadata)

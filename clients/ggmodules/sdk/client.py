@@ -1,0 +1,89 @@
+"""`Client` (sync) and `AsyncClient` (asyncio): every Registry RPC and the ModuleStore reads and tools.
+
+    with Client(registry="127.0.0.1:50051", modulestore="127.0.0.1:50052") as gg:
+        run = gg.create_run("demo", [Profile("planner", tasks=True)], board=True)
+        planner = gg.open_instance(run.id, "planner")
+
+Writes go through an agent's module handles (`planner.history.append(...)`), made as that agent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
+
+from ggmodules.sdk import modulestore_calls as ms
+from ggmodules.sdk import registry_calls as reg
+from ggmodules.sdk.aio_transport import AsyncTransport
+from ggmodules.sdk.bound import Async, Bound, M, Sync, call, opens
+from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.transport import SyncTransport
+
+
+def _config(registry: str | None, modulestore: str | None, config: ClientConfig | None) -> ClientConfig:
+    config = config or ClientConfig()
+    return replace(config, registry=registry or config.registry,
+                   modulestore=modulestore or config.modulestore)
+
+
+class _Client(Bound[M]):
+    # Registry
+    create_run = call(reg.create_run)
+    get_run = call(reg.get_run)
+    list_runs = call(reg.list_runs)
+    finish_run = call(reg.finish_run)
+    open_instance = opens(reg.open_instance)
+    spawn_subagent = opens(reg.spawn_subagent)
+    fork_instance = opens(reg.fork_instance)
+    get_instance = call(reg.get_instance)
+    list_instances = call(reg.list_instances)
+    # An existing instance as an agent, with its module handles.
+    agent = opens(reg.get_instance)
+    # ModuleStore
+    get_store = call(ms.get_store)
+    list_stores = call(ms.list_stores)
+    render_prompt = call(ms.render_prompt)
+    list_tools = call(ms.list_tools)
+    call_tool = call(ms.call_tool)
+    search_archive = call(ms.search_archive)
+
+
+class Client(_Client[Sync]):
+    """Sync client. Addresses default to `ggmodules up`'s; every call has the config's deadline."""
+
+    _transport: SyncTransport
+
+    def __init__(self, registry: str | None = None, modulestore: str | None = None, *,
+                 config: ClientConfig | None = None, interceptors: Sequence[Any] = ()) -> None:
+        """`interceptors`: `grpc.UnaryUnaryClientInterceptor`s, applied to both channels."""
+        super().__init__(SyncTransport(_config(registry, modulestore, config), interceptors))
+
+    def close(self) -> None:
+        self._transport.close()
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncClient(_Client[Async]):
+    """asyncio client: the same calls as `Client`, returning awaitables. Channels open on the first call."""
+
+    _transport: AsyncTransport
+
+    def __init__(self, registry: str | None = None, modulestore: str | None = None, *,
+                 config: ClientConfig | None = None, interceptors: Sequence[Any] = ()) -> None:
+        """`interceptors`: `grpc.aio.UnaryUnaryClientInterceptor`s, applied to both channels."""
+        super().__init__(AsyncTransport(_config(registry, modulestore, config), interceptors))
+
+    async def close(self) -> None:
+        await self._transport.close()
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,60 @@
+"""Client configuration: a frozen dataclass, read once and passed in."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+DEFAULT_REGISTRY = "127.0.0.1:50051"
+DEFAULT_MODULESTORE = "127.0.0.1:50052"
+# As large as the services accept, so a big window reads back whole.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RetryPolicy:
+    """Bounded exponential backoff. Only UNAVAILABLE is retried, and only for reads and for mutations
+    carrying a request id (the SDK gives every mutation one, reused on each attempt)."""
+
+    max_attempts: int = 4
+    initial_backoff: float = 0.1
+    max_backoff: float = 2.0
+    multiplier: float = 2.0
+    # Fraction of each delay taken off at random, so callers that failed together retry apart.
+    jitter: float = 0.2
+
+    def delay(self, failures: int, rand: float) -> float:
+        """Seconds to wait after the `failures`-th failed attempt; `rand` in [0, 1)."""
+        base = min(self.max_backoff, self.initial_backoff * self.multiplier ** (failures - 1))
+        return base * (1 - self.jitter * rand)
+
+
+NO_RETRY = RetryPolicy(max_attempts=1)
+
+
+@dataclass(frozen=True)
+class ClientConfig:
+    registry: str = DEFAULT_REGISTRY
+    modulestore: str = DEFAULT_MODULESTORE
+    # Default deadline of every call in seconds, retries included; None waits forever.
+    timeout: float | None = 10.0
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # Sent with every call, besides the `x-request-id` header the SDK adds.
+    metadata: tuple[tuple[str, str], ...] = ()
+    channel_options: tuple[tuple[str, Any], ...] = (
+        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
+        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
+    )
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
+        """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TIMEOUT` (seconds)."""
+        env = os.environ if env is None else env
+        timeout = env.get("GGMODULES_TIMEOUT")
+        return cls(
+            registry=env.get("GGMODULES_REGISTRY_ADDRESS", DEFAULT_REGISTRY),
+            modulestore=env.get("GGMODULES_MODULESTORE_ADDRESS", DEFAULT_MODULESTORE),
+            timeout=float(timeout) if timeout else cls.timeout,
+        )

@@ -1,0 +1,219 @@
+"""Typed refusals, rebuilt from the `google.rpc.ErrorInfo` reason a service sends (never from message text).
+
+Every reason in `ggmodules.common.v1.ErrorReason` has its own subclass of `GGModulesError`; a reason this
+SDK does not know yet arrives as a plain `GGModulesError` carrying it. Statuses without an ErrorInfo map by
+code: DEADLINE_EXCEEDED, UNAVAILABLE (after the retries), INTERNAL/UNKNOWN (a service defect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import ClassVar
+
+import grpc
+from google.rpc import error_details_pb2, status_pb2
+
+ERROR_DOMAIN = "ggmodules.dev"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One field at fault (a `google.rpc.BadRequest` field violation)."""
+
+    field: str
+    description: str
+
+
+class GGModulesError(Exception):
+    """A refused or failed call. `message` is for a person; `code`, `reason` and `metadata` for a program."""
+
+    REASON: ClassVar[str] = ""
+    _by_reason: ClassVar[dict[str, type[GGModulesError]]] = {}
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        if cls.REASON:
+            GGModulesError._by_reason[cls.REASON] = cls
+
+    def __init__(
+        self,
+        code: grpc.StatusCode,
+        reason: str,
+        message: str,
+        metadata: Mapping[str, str] | None = None,
+        violations: Sequence[Violation] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.reason = reason
+        self.message = message
+        self.metadata: dict[str, str] = dict(metadata or {})
+        self.violations: tuple[Violation, ...] = tuple(violations)
+
+    def __str__(self) -> str:
+        head = f"{self.code.name} {self.reason}".rstrip()
+        return f"{head}: {self.message}"
+
+    @staticmethod
+    def class_for(reason: str) -> type[GGModulesError]:
+        return GGModulesError._by_reason.get(reason, GGModulesError)
+
+
+class UnknownKindError(GGModulesError):
+    """A kind word or value outside the six (R1); `metadata["value"]` is the bad word."""
+
+    REASON = "UNKNOWN_KIND"
+
+
+class InvalidFieldError(GGModulesError):
+    REASON = "INVALID_FIELD"
+
+
+class RunNotFoundError(GGModulesError):
+    REASON = "RUN_NOT_FOUND"
+
+
+class AgentNotFoundError(GGModulesError):
+    REASON = "AGENT_NOT_FOUND"
+
+
+class StoreNotFoundError(GGModulesError):
+    REASON = "STORE_NOT_FOUND"
+
+
+class ProfileNotFoundError(GGModulesError):
+    REASON = "PROFILE_NOT_FOUND"
+
+
+class NotAHolderError(GGModulesError):
+    REASON = "NOT_A_HOLDER"
+
+
+class ReadOnlyError(GGModulesError):
+    REASON = "READ_ONLY"
+
+
+class CapExceededError(GGModulesError):
+    """The write would take the store beyond a cap (R23); the store is unchanged."""
+
+    REASON = "CAP_EXCEEDED"
+
+
+class TaskCycleError(GGModulesError):
+    REASON = "TASK_CYCLE"
+
+
+class DanglingEdgeError(GGModulesError):
+    REASON = "DANGLING_EDGE"
+
+
+class SystemPromptAlreadySetError(GGModulesError):
+    """A window's system prompt is set once and never rewritten (R9)."""
+
+    REASON = "SYSTEM_PROMPT_ALREADY_SET"
+
+
+class InvalidFsmError(GGModulesError):
+    """The FSM failed launch validation (R25); `violations` lists every problem at once."""
+
+    REASON = "INVALID_FSM"
+
+    @property
+    def problems(self) -> list[str]:
+        return [v.description for v in self.violations]
+
+
+class TooLargeError(GGModulesError):
+    REASON = "TOO_LARGE"
+
+
+class WrongKindError(GGModulesError):
+    REASON = "WRONG_KIND"
+
+
+class RequestIdReusedError(GGModulesError):
+    REASON = "REQUEST_ID_REUSED"
+
+
+class RunNotRunningError(GGModulesError):
+    REASON = "RUN_NOT_RUNNING"
+
+
+class HistoryRequiredError(GGModulesError):
+    """History cannot be turned off (R2)."""
+
+    REASON = "HISTORY_REQUIRED"
+
+
+class EntryNotFoundError(GGModulesError):
+    """A task, issue, file, skill, view or block that does not exist."""
+
+    REASON = "ENTRY_NOT_FOUND"
+
+
+class AlreadyExistsError(GGModulesError):
+    REASON = "ALREADY_EXISTS"
+
+
+class WrongRunError(GGModulesError):
+    """The request crosses runs (R50)."""
+
+    REASON = "WRONG_RUN"
+
+
+class UnknownToolError(GGModulesError):
+    REASON = "UNKNOWN_TOOL"
+
+
+class InvalidPageTokenError(GGModulesError):
+    REASON = "INVALID_PAGE_TOKEN"
+
+
+class ServiceUnavailableError(GGModulesError):
+    """UNAVAILABLE, after every retry the policy allowed; `attempts` counts the calls made. Raised both when
+    the service itself cannot be reached and when it answers that a service it depends on cannot be."""
+
+    REASON = "UNAVAILABLE"
+
+    def __init__(self, code: grpc.StatusCode, reason: str, message: str, attempts: int = 1) -> None:
+        super().__init__(code, reason, message, {"attempts": str(attempts)})
+        self.attempts = attempts
+
+
+class DeadlineExceededError(GGModulesError):
+    """The call's deadline passed before a service answered. Mutations may or may not have applied:
+    retrying with the same request id is safe."""
+
+
+class InternalError(GGModulesError):
+    """INTERNAL or UNKNOWN: a defect in a service (R47), except a run ending under internal_error."""
+
+
+class KindNotHeldError(GGModulesError):
+    """Raised by the SDK, before any call, for a module handle of a kind the agent's roster has off."""
+
+
+def error_from_status(
+    code: grpc.StatusCode, details: str, status: status_pb2.Status | None, *, attempts: int = 1
+) -> GGModulesError:
+    """The typed exception for a non-OK status and its rich details (None when the service sent none)."""
+    reason, metadata, violations = "", {}, []
+    for any_detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        bad = error_details_pb2.BadRequest()
+        if any_detail.Unpack(info) and info.domain == ERROR_DOMAIN:
+            reason, metadata = info.reason, dict(info.metadata)
+        elif any_detail.Unpack(bad):
+            violations = [Violation(v.field, v.description) for v in bad.field_violations]
+    message = status.message if status is not None else (details or "")
+    if code == grpc.StatusCode.UNAVAILABLE:
+        return ServiceUnavailableError(code, reason, message, attempts)
+    if reason:
+        return GGModulesError.class_for(reason)(code, reason, message, metadata, violations)
+    if code == grpc.StatusCode.DEADLINE_EXCEEDED:
+        return DeadlineExceededError(code, "", message)
+    if code in (grpc.StatusCode.INTERNAL, grpc.StatusCode.UNKNOWN):
+        return InternalError(code, "", message)
+    return GGModulesError(code, "", message, {}, violations)
+

@@ -1,0 +1,275 @@
+"""What calls return: frozen dataclasses in the seed's words, so a runtime never touches generated messages.
+
+Enumerated fields are `StrEnum` members (they compare equal to their words); None stands for a value the
+service left unspecified (the scope of a non-memories roster row, the origin of a kind that is off).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
+
+from ggmodules.sdk.words import IssueStatus, Kind, MemoryScope, MemoryStrategy, Origin, RunStatus, TaskStatus
+
+if TYPE_CHECKING:
+    from ggmodules.sdk.profiles import Fsm, Profile
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    """One page of a List call; iterate it for its items, pass `next_page_token` for the next page."""
+
+    items: tuple[T, ...]
+    next_page_token: str = ""
+
+    def __iter__(self) -> Iterator[T]:
+        return iter(self.items)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+@dataclass(frozen=True)
+class Caps:
+    """Limits of one store; zero means unlimited."""
+
+    max_items: int = 0
+    max_bytes: int = 0
+
+
+@dataclass(frozen=True)
+class Figures:
+    items: int = 0
+    bytes: int = 0
+    writes: int = 0
+
+
+@dataclass(frozen=True)
+class RosterRow:
+    """What an instance holds for one kind, stated once as it opens (R32)."""
+
+    kind: Kind
+    store_id: str
+    enabled: bool
+    origin: Origin | None
+    may_write: bool
+    scope: MemoryScope | None = None
+    strategy: MemoryStrategy | None = None
+
+
+@dataclass(frozen=True)
+class Run:
+    id: str
+    name: str
+    profiles: tuple[Profile, ...]
+    board: bool
+    status: RunStatus | None
+    status_detail: str = ""
+    fsm: Fsm | None = None
+    created_at: datetime | None = None
+
+
+@dataclass(frozen=True)
+class Instance:
+    """One incarnation of an agent; its roster never changes (R36)."""
+
+    run_id: str
+    agent_id: str
+    profile: str
+    cause: str
+    roster: tuple[RosterRow, ...]
+    parent_agent_id: str = ""
+    predecessor_agent_id: str = ""
+    fsm_state: str = ""
+    created_at: datetime | None = None
+
+    def row(self, kind: Kind | str) -> RosterRow:
+        """The roster row of a kind (every instance has one per kind)."""
+        for r in self.roster:
+            if r.kind == kind:
+                return r
+        raise KeyError(f"{self.agent_id} reported no roster row for {kind!r}")
+
+
+@dataclass(frozen=True)
+class Holder:
+    agent_id: str
+    origin: Origin | None
+    may_write: bool
+    active: bool
+
+
+@dataclass(frozen=True)
+class Message:
+    seq: int
+    role: str
+    content: str
+    turn: int
+
+
+@dataclass(frozen=True)
+class Block:
+    """An open view or a pinned block of a window."""
+
+    id: str
+    content: str
+
+
+@dataclass(frozen=True)
+class HistoryContents:
+    system_prompt: str | None
+    messages: tuple[Message, ...]
+    open_views: tuple[Block, ...] = ()
+    pinned_blocks: tuple[Block, ...] = ()
+    turn: int = 0
+    message_count: int = 0
+
+
+@dataclass(frozen=True)
+class MemoryEntry:
+    name: str
+    body: str
+    agent_id: str
+    index_line: str = ""
+
+
+@dataclass(frozen=True)
+class MemoriesContents:
+    strategy: MemoryStrategy | None
+    entries: tuple[MemoryEntry, ...]
+
+
+@dataclass(frozen=True)
+class Task:
+    id: int
+    title: str
+    status: TaskStatus | None
+    description: str = ""
+    blocked_by: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class TasksContents:
+    tasks: tuple[Task, ...]
+    next_id: int
+
+
+@dataclass(frozen=True)
+class Issue:
+    id: str
+    title: str
+    status: IssueStatus | None
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class BoardContents:
+    issues: tuple[Issue, ...]
+    # prefix -> the last N handed out
+    counters: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Skill:
+    name: str
+    description: str
+    body: str = ""
+
+
+@dataclass(frozen=True)
+class SkillsContents:
+    directory: str
+    catalogue: tuple[Skill, ...]
+    read_set: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class ArchivedThread:
+    id: int
+    title: str
+    messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class ArchiveContents:
+    threads: tuple[ArchivedThread, ...]
+
+
+Contents = (
+    HistoryContents | MemoriesContents | TasksContents | BoardContents | SkillsContents | ArchiveContents
+)
+
+
+@dataclass(frozen=True)
+class Store:
+    """A backing store; `contents` is filled by GetStore (as the reading holder sees it), not by List."""
+
+    run_id: str
+    id: str
+    kind: Kind | None
+    caps: Caps
+    holders: tuple[Holder, ...]
+    figures: Figures
+    forked_from: str = ""
+    strategy: MemoryStrategy | None = None
+    skills_directory: str = ""
+    contents: Contents | None = None
+
+
+@dataclass(frozen=True)
+class WriteResult:
+    """What one write did: the store's figures after it, and what it minted (0 / "" when nothing)."""
+
+    store_id: str
+    figures: Figures
+    task_id: int = 0
+    issue_id: str = ""
+    thread_id: int = 0
+    last_seq: int = 0
+    turn: int = 0
+
+
+@dataclass(frozen=True)
+class PromptMessage:
+    role: str
+    content: str
+    # "system_prompt", "thread", "open_view", "pinned_block", "tasks", "scratchpad", "memory_index", ...
+    section: str
+
+
+@dataclass(frozen=True)
+class Contribution:
+    """One module's part of its holder's prompt (R10); board and archive contribute nothing (R8)."""
+
+    kind: Kind | None
+    store_id: str
+    contributes_nothing: bool
+    messages: tuple[PromptMessage, ...]
+
+
+@dataclass(frozen=True)
+class ToolDefinition:
+    kind: Kind | None
+    name: str
+    description: str
+    parameters_json_schema: str
+
+    def parameters(self) -> dict[str, Any]:
+        """The JSON schema of the arguments object, parsed."""
+        schema: dict[str, Any] = json.loads(self.parameters_json_schema)
+        return schema
+
+
+@dataclass(frozen=True)
+class ToolResult:
+    """A tool call's result as the JSON text to hand back to the model."""
+
+    result_json: str
+
+    def value(self) -> Any:
+        return json.loads(self.result_json)

@@ -1,0 +1,49 @@
+"""The retry budget of one call, shared by the sync and asyncio transports (which only sleep)."""
+
+from __future__ import annotations
+
+import random
+import time
+from collections.abc import Callable
+
+import grpc
+
+from ggmodules.sdk.config import RetryPolicy
+
+
+class Attempts:
+    """Counts attempts, decides whether a failure is retried, and keeps the call's overall deadline."""
+
+    def __init__(
+        self,
+        policy: RetryPolicy,
+        timeout: float | None,
+        *,
+        retryable: bool,
+        clock: Callable[[], float] = time.monotonic,
+        rand: Callable[[], float] = random.random,
+    ) -> None:
+        self._policy = policy
+        self._retryable = retryable
+        self._clock = clock
+        self._rand = rand
+        self._deadline = None if timeout is None else clock() + timeout
+        self.count = 0
+
+    def timeout(self) -> float | None:
+        """The deadline left for the next attempt; counts it as made."""
+        self.count += 1
+        if self._deadline is None:
+            return None
+        return max(self._deadline - self._clock(), 0.0)
+
+    def retry_after(self, code: grpc.StatusCode) -> float | None:
+        """Seconds to wait before the next attempt, or None when this failure is final."""
+        if code != grpc.StatusCode.UNAVAILABLE or not self._retryable:
+            return None
+        if self.count >= self._policy.max_attempts:
+            return None
+        delay = self._policy.delay(self.count, self._rand())
+        if self._deadline is not None and self._clock() + delay >= self._deadline:
+            return None
+        return delay

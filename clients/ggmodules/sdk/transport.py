@@ -1,0 +1,63 @@
+"""The sync transport: executes plans on `grpc` channels, with the deadline and retries of its config."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import grpc
+from google.rpc import status_pb2
+from grpc_status import rpc_status
+
+from ggmodules.sdk.agent import Agent
+from ggmodules.sdk.channels import Stubs, TransportBase
+from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.errors import error_from_status
+from ggmodules.sdk.plans import Plan
+from ggmodules.sdk.results import Instance
+
+T = TypeVar("T")
+
+
+class SyncTransport(TransportBase):
+    def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
+                 stubs: Stubs | None = None) -> None:
+        super().__init__(config)
+
+        def open_channel(address: str) -> Any:
+            channel = grpc.insecure_channel(address, options=list(config.channel_options))
+            return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
+
+        self._stubs = stubs or Stubs(config, open_channel)
+
+    def derive(self, config: ClientConfig) -> SyncTransport:
+        return SyncTransport(config, stubs=self._stubs)
+
+    def agent(self, instance: Instance) -> Agent:
+        return Agent(self, instance)
+
+    def run(self, plan: Plan[T]) -> T:
+        method = self._stubs.method(plan)
+        attempts, headers = self._begin(plan)
+        while True:
+            try:
+                return plan.convert(method(plan.request, timeout=attempts.timeout(), metadata=headers))
+            except grpc.RpcError as err:
+                delay = attempts.retry_after(err.code())
+                if delay is None:
+                    raise error_from_status(err.code(), err.details(), _rich_status(err),
+                                            attempts=attempts.count) from err
+            time.sleep(delay)
+
+    def close(self) -> None:
+        for channel in self._stubs.channels.values():
+            channel.close()
+
+
+def _rich_status(err: grpc.RpcError) -> status_pb2.Status | None:
+    try:
+        status: status_pb2.Status | None = rpc_status.from_call(err)
+    except ValueError:  # details that contradict the status: trust the status
+        return None
+    return status

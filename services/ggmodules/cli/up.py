@@ -1,0 +1,101 @@
+"""`ggmodules up`: every service in its own OS process, on its default port and the embedded SQLite default.
+
+Starts the services in dependency order, waits for each one's `ready` line, prints the addresses and a hint,
+and on Ctrl-C (or SIGTERM) stops them all gracefully, in reverse order.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ggmodules.runtime.config import DEFAULT_PORTS
+
+# In start order: a service may call the ones before it.
+ORDER = ("modulestore", "registry")
+
+
+@dataclass
+class Child:
+    name: str
+    proc: subprocess.Popen[str]
+    address: str = ""
+
+
+def _start(name: str, port: int, env: dict[str, str]) -> Child:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ggmodules.cli.main", name, "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+        start_new_session=True,  # Ctrl-C reaches `up`, which stops the children in order
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    if not line.startswith(f"ready {name} "):
+        proc.wait(10)
+        raise RuntimeError(f"{name} exited before serving (exit code {proc.returncode}); see its log above")
+    # Keep draining stdout so the child never blocks on a full pipe.
+    threading.Thread(target=proc.stdout.read, daemon=True).start()
+    return Child(name, proc, line.split()[2])
+
+
+def up(argv: Sequence[str]) -> int:
+    parser = argparse.ArgumentParser(prog="ggmodules up", description=__doc__)
+    parser.add_argument("--database-url", help="one database for every service (default: a SQLite file each)")
+    args = parser.parse_args(list(argv))
+    env = dict(os.environ)
+    if args.database_url:
+        env["GGMODULES_DATABASE_URL"] = args.database_url
+    for name in ORDER:
+        env.setdefault(f"GGMODULES_{name.upper()}_ADDRESS", f"127.0.0.1:{DEFAULT_PORTS[name]}")
+
+    stop = threading.Event()
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+
+    children: list[Child] = []
+    try:
+        for name in ORDER:
+            if stop.is_set():
+                break
+            children.append(_start(name, DEFAULT_PORTS[name], env))
+        if not stop.is_set():
+            print("ggmodules is up:")
+            for child in children:
+                print(f"  {child.name:<12} {child.address}")
+            print(
+                'Try it: .venv/bin/python -c "from ggmodules.sdk import Client; '
+                'print(Client().list_runs())"  (README.md has a whole session). Ctrl-C stops everything.',
+                flush=True,
+            )
+        while not stop.is_set():
+            if any(c.proc.poll() is not None for c in children):
+                dead = [c.name for c in children if c.proc.poll() is not None]
+                print(f"ggmodules: {', '.join(dead)} exited; stopping the rest", file=sys.stderr)
+                return_code = 1
+                break
+            stop.wait(0.5)
+        else:
+            return_code = 0
+    except RuntimeError as err:
+        print(f"ggmodules: {err}", file=sys.stderr)
+        return_code = 1
+    finally:
+        for child in reversed(children):
+            if child.proc.poll() is None:
+                child.proc.send_signal(signal.SIGTERM)
+        for child in reversed(children):
+            try:
+                child.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                child.proc.kill()
+        if children:
+            print("ggmodules: stopped")
+    return return_code

@@ -1,0 +1,1 @@
+"""Registry domain: profiles, FSM definitions, binding plans. Pure Python: no grpc, no SQL, no protobuf."""

@@ -1,0 +1,1 @@
+"""gRPC servicers, one package per service."""

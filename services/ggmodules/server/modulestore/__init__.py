@@ -1,0 +1,1 @@
+"""The ModuleStore gRPC service."""

@@ -1,0 +1,142 @@
+"""ModuleStoreService handlers: validate, call the domain through the repository, convert. Refusals are
+raised as DomainError; the call interceptor maps them to statuses."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+
+from ggmodules.core.modules.binding import check_plan
+from ggmodules.core.modules.limits import check_name
+from ggmodules.core.modules.tools.catalog import tools_for
+from ggmodules.core.modules.tools.dispatch import plan_call
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
+from ggmodules.server.modulestore import convert
+from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.modulestore.transaction import RequestKey
+
+T = TypeVar("T")
+# How blocking database work is run: inline on the loop, or on a worker thread (see app.py).
+Runner = Callable[..., Awaitable[Any]]
+
+
+def _require(**fields: str) -> None:
+    """Ids the call needs: present and well-formed."""
+    for name, value in fields.items():
+        check_name(name, value)
+
+
+class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
+    def __init__(self, repo: ModuleStoreRepository, run: Runner) -> None:
+        self._repo = repo
+        self._run = run
+
+    async def BindInstance(
+        self, request: svc.BindInstanceRequest, context: grpc.aio.ServicerContext
+    ) -> svc.BindInstanceResponse:
+        plan = convert.plan_from(request)
+        check_plan(plan)
+        key = RequestKey.of("BindInstance", request)
+        repo = self._repo
+        result: svc.BindInstanceResponse = await self._run(
+            repo.mutate,
+            key,
+            lambda conn: convert.bind_response(repo.bind(conn, plan)),
+            svc.BindInstanceResponse,
+        )
+        return result
+
+    async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
+        _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
+        op = convert.op_from(request)
+        key = RequestKey.of("Write", request)
+        repo, run_id, agent_id, store_id = self._repo, request.run_id, request.agent_id, request.store_id
+        result: svc.WriteResponse = await self._run(
+            repo.mutate_prepared,
+            key,
+            lambda conn: convert.write_response(repo.write(conn, run_id, agent_id, store_id, op)),
+            svc.WriteResponse,
+        )
+        return result
+
+    async def GetStore(
+        self, request: svc.GetStoreRequest, context: grpc.aio.ServicerContext
+    ) -> svc.GetStoreResponse:
+        _require(run_id=request.run_id, store_id=request.store_id)
+        check_name("agent_id", request.agent_id, required=False)
+        view = await self._run(
+            self._repo.get_store,
+            request.run_id,
+            request.store_id,
+            request.agent_id,
+            max(request.after_seq, 0),
+            max(request.page_size, 0),
+        )
+        return convert.store_response(view)
+
+    async def ListStores(
+        self, request: svc.ListStoresRequest, context: grpc.aio.ServicerContext
+    ) -> svc.ListStoresResponse:
+        _require(run_id=request.run_id)
+        kind = convert.optional_kind(request.kind)
+        stores, token = await self._run(
+            self._repo.list_stores, request.run_id, kind, request.page_size, request.page_token
+        )
+        return svc.ListStoresResponse(stores=[convert.store_pb(s) for s in stores], next_page_token=token)
+
+    async def RenderPrompt(
+        self, request: svc.RenderPromptRequest, context: grpc.aio.ServicerContext
+    ) -> svc.RenderPromptResponse:
+        _require(run_id=request.run_id, agent_id=request.agent_id)
+        contributions = await self._run(self._repo.render_prompt, request.run_id, request.agent_id)
+        return svc.RenderPromptResponse(contributions=[convert.contribution_pb(x) for x in contributions])
+
+    async def ListTools(
+        self, request: svc.ListToolsRequest, context: grpc.aio.ServicerContext
+    ) -> svc.ListToolsResponse:
+        return svc.ListToolsResponse(
+            tools=[convert.tool_pb(t) for t in tools_for(convert.optional_kind(request.kind))]
+        )
+
+    async def CallTool(
+        self, request: svc.CallToolRequest, context: grpc.aio.ServicerContext
+    ) -> svc.CallToolResponse:
+        _require(run_id=request.run_id, agent_id=request.agent_id, tool_name=request.tool_name)
+        call = plan_call(request.tool_name, request.arguments_json)
+        key = RequestKey.of("CallTool", request)
+        repo, run_id, agent_id = self._repo, request.run_id, request.agent_id
+        result: svc.CallToolResponse = await self._run(
+            repo.mutate,
+            key,
+            lambda conn: convert.tool_response(repo.call_tool(conn, run_id, agent_id, call)),
+            svc.CallToolResponse,
+        )
+        return result
+
+    async def SearchArchive(
+        self, request: svc.SearchArchiveRequest, context: grpc.aio.ServicerContext
+    ) -> svc.SearchArchiveResponse:
+        _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
+        limit = min(request.page_size, 100) if request.page_size > 0 else 20
+        threads = await self._run(
+            self._repo.search_archive,
+            request.run_id,
+            request.agent_id,
+            request.store_id,
+            request.query,
+            limit,
+        )
+        return svc.SearchArchiveResponse(threads=[convert.thread_pb(t) for t in threads])
+
+    async def ReadOutbox(
+        self, request: svc.ReadOutboxRequest, context: grpc.aio.ServicerContext
+    ) -> svc.ReadOutboxResponse:
+        check_name("run_id", request.run_id, required=False)
+        limit = min(request.page_size, 1000) if request.page_size > 0 else 100
+        events, head = await self._run(
+            self._repo.read_outbox, max(request.after_origin_seq, 0), limit, request.run_id
+        )
+        return svc.ReadOutboxResponse(events=events, head_origin_seq=head)

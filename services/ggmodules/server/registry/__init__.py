@@ -1,0 +1,1 @@
+"""The Registry service: runs, profiles, FSM definitions, agent instances and their rosters."""

@@ -1,0 +1,1 @@
+"""ModuleStore persistence: its tables (prefix `ms_`) and the repository over them."""

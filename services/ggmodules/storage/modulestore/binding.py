@@ -1,0 +1,251 @@
+"""BindInstance: one store per kind for a newly minted agent, by the copy rules, then its roster (R32).
+
+On the new agent's stream: one roster event, then one bind event per bound store, and nothing else. A
+sharer gets no backlog (R13), a fork copies no pending event (R12).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import select
+from sqlalchemy.engine import Connection
+
+from ggmodules.core.errors import AlreadyExists, FailedPrecondition, NotFound, Reason
+from ggmodules.core.kinds import Kind
+from ggmodules.core.modules import skills
+from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow, check_plan
+from ggmodules.core.modules.copying import Resolved, catalogue_key, forked, resolve
+from ggmodules.core.modules.figures import Figures
+from ggmodules.core.modules.states import decode_state, empty_state, encode_state
+from ggmodules.core.modules.store import StoreHead
+from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin
+from ggmodules.storage.modulestore import read_sets
+from ggmodules.storage.modulestore.events import bind_event, roster_event
+from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
+from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store
+from ggmodules.storage.outbox import Outbox
+
+LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
+
+
+@dataclass(frozen=True, slots=True)
+class Bound:
+    store_id: str
+    origin: Origin
+    source_store_id: str
+    head: StoreHead
+    read_set_id: str = ""
+
+
+def bind(conn: Connection, outbox: Outbox, plan: BindPlan) -> list[RosterRow]:
+    check_plan(plan)
+    if agent_exists(conn, plan.run_id, plan.agent_id):
+        raise AlreadyExists(
+            f"agent {plan.agent_id!r} is already bound in run {plan.run_id!r}; a roster never changes within "
+            "an incarnation (R36): mint a new agent id",
+            metadata={"agent_id": plan.agent_id},
+        )
+    rows: list[RosterRow] = []
+    bound_stores: list[tuple[Binding, Bound]] = []
+    for kind in Kind:
+        b = plan.binding(kind)
+        if b is None or b.action == BindAction.DISABLED:
+            rows.append(RosterRow(kind))
+            continue
+        bound = _bind_one(conn, plan, b, resolve(kind, b.action, b.origin))
+        bound_stores.append((b, bound))
+        memories = kind == Kind.MEMORIES
+        rows.append(
+            RosterRow(
+                kind,
+                bound.store_id,
+                True,
+                bound.origin,
+                b.scope if memories else MemoryScope.UNSPECIFIED,
+                b.may_write,
+                bound.head.strategy if memories else MemoryStrategy.UNSPECIFIED,
+            )
+        )
+    conn.execute(
+        AGENTS.insert().values(
+            run_id=plan.run_id,
+            agent_id=plan.agent_id,
+            profile=plan.profile,
+            parent_agent_id=plan.parent_agent_id,
+            cause=plan.cause,
+        )
+    )
+    outbox.append(
+        conn, roster_event(plan.run_id, plan.agent_id, plan.profile, plan.parent_agent_id, plan.cause, rows)
+    )
+    for b, bound in bound_stores:
+        figures = bound.head.figures
+        if b.kind == Kind.SKILLS:
+            figures = skills.holder_figures(figures, read_sets.load(conn, bound.read_set_id))
+        outbox.append(
+            conn,
+            bind_event(
+                plan.run_id,
+                plan.agent_id,
+                b.kind,
+                bound.store_id,
+                bound.origin,
+                bound.source_store_id,
+                b.may_write,
+                bound.head.caps,
+                figures,
+            ),
+        )
+    return rows
+
+
+def _bind_one(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolved) -> Bound:
+    run_id = plan.run_id
+    if b.kind == Kind.SKILLS:
+        return _bind_skills(conn, plan, b, resolved)
+    match resolved.action:
+        case BindAction.CREATE:
+            store_id, head = _mint(conn, run_id, b)
+        case BindAction.NAMED:
+            found = named_store(conn, run_id, b.named_key)
+            if found is None:
+                store_id, head = _mint(conn, run_id, b)
+                name_store(conn, run_id, b.named_key, store_id)
+            else:
+                store_id, head = found, head_of(store_row(conn, run_id, found))
+        case BindAction.SHARE:
+            source = _source(conn, run_id, b)
+            store_id, head = source.store_id, head_of(source)
+        case BindAction.FORK:
+            source = _source(conn, run_id, b)
+            store_id, head = _mint(conn, run_id, b, fork_of=source, agent_id=plan.agent_id)
+            _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
+            return Bound(store_id, resolved.origin, source.store_id, head)
+    _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
+    return Bound(store_id, resolved.origin, "", head)
+
+
+def _bind_skills(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolved) -> Bound:
+    """The catalogue is the directory's one store whatever the action; the read set follows the window:
+    a fork copies it, a share aliases it, a new window starts empty (R16)."""
+    run_id = plan.run_id
+    if resolved.action in (BindAction.SHARE, BindAction.FORK):
+        source = _source(conn, run_id, b)
+        store_id, head = source.store_id, head_of(source)
+        holder = conn.execute(
+            select(HOLDERS.c.read_set_id).where(
+                HOLDERS.c.run_id == run_id,
+                HOLDERS.c.store_id == store_id,
+                HOLDERS.c.agent_id == b.read_set_source_agent_id,
+            )
+        ).first()
+        if holder is None:
+            raise NotFound(
+                f"agent {b.read_set_source_agent_id!r} holds no read set on {store_id!r} to "
+                f"{'fork' if resolved.action == BindAction.FORK else 'share'}",
+                reason=Reason.AGENT_NOT_FOUND,
+                metadata={"agent_id": b.read_set_source_agent_id},
+            )
+        read_set_id = holder.read_set_id
+        if resolved.action == BindAction.FORK:
+            read_set_id = read_sets.create(conn, read_sets.load(conn, read_set_id))
+    else:
+        directory = b.skills_directory or b.named_key.removeprefix("skills/")
+        key = catalogue_key(directory)
+        found = named_store(conn, run_id, key)
+        if found is None:
+            store_id, head = _mint(conn, run_id, b, directory=directory)
+            name_store(conn, run_id, key, store_id)
+        else:
+            store_id, head = found, head_of(store_row(conn, run_id, found))
+        read_set_id = read_sets.create(conn)
+    _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head, read_set_id)
+    source_id = store_id if resolved.action == BindAction.FORK else ""
+    return Bound(store_id, resolved.origin, source_id, head, read_set_id)
+
+
+def _source(conn: Connection, run_id: str, b: Binding) -> Any:
+    row = store_row(conn, run_id, b.source_store_id)
+    if row.kind != b.kind:
+        raise FailedPrecondition(
+            f"source store {b.source_store_id!r} is a {Kind(row.kind).word} store, not {b.kind.word}",
+            reason=Reason.WRONG_KIND,
+            metadata={"store_id": b.source_store_id},
+        )
+    return row
+
+
+def _mint(
+    conn: Connection, run_id: str, b: Binding, *, directory: str = "", fork_of: Any = None, agent_id: str = ""
+) -> tuple[str, StoreHead]:
+    store_id, n = mint_id(conn, run_id, b.kind)
+    memories = b.kind == Kind.MEMORIES
+    strategy = (b.strategy or MemoryStrategy.SCRATCHPAD) if memories else MemoryStrategy.UNSPECIFIED
+    values: dict[str, Any] = {}
+    if fork_of is None:
+        state, figures = empty_state(b.kind, strategy), Figures()
+    else:
+        source = head_of(fork_of)
+        state, figures = forked(decode_state(b.kind, fork_of.state), source.figures, agent_id)
+        strategy, directory = source.strategy, source.directory
+        values = {"forked_from": fork_of.store_id, "head_seq": source.head_seq, "turn": source.turn}
+        if b.kind in LOG_KINDS:
+            # Copy-on-write: point at the source's log; skip a source that added nothing of its own.
+            own = fork_of.head_seq > fork_of.parent_limit
+            values["parent_store_id"] = fork_of.store_id if own else fork_of.parent_store_id
+            values["parent_limit"] = fork_of.head_seq if own else fork_of.parent_limit
+    conn.execute(
+        STORES.insert().values(
+            run_id=run_id,
+            store_id=store_id,
+            kind=int(b.kind),
+            n=n,
+            max_items=b.caps.max_items,
+            max_bytes=b.caps.max_bytes,
+            strategy=int(strategy),
+            skills_directory=directory,
+            items=figures.items,
+            bytes=figures.bytes,
+            writes=figures.writes,
+            state=encode_state(state),
+            **values,
+        )
+    )
+    head = StoreHead(
+        b.kind,
+        b.caps,
+        figures,
+        int(values.get("head_seq", 0)),
+        int(values.get("turn", 0)),
+        strategy,
+        directory,
+    )
+    return store_id, head
+
+
+def _hold(
+    conn: Connection,
+    run_id: str,
+    store_id: str,
+    agent_id: str,
+    b: Binding,
+    origin: Origin,
+    head: StoreHead,
+    read_set_id: str = "",
+) -> None:
+    """The new holder's watermark starts at the store's head (R13)."""
+    conn.execute(
+        HOLDERS.insert().values(
+            run_id=run_id,
+            store_id=store_id,
+            agent_id=agent_id,
+            kind=int(b.kind),
+            origin=int(origin),
+            may_write=b.may_write,
+            active=True,
+            watermark=head.figures.writes,
+            read_set_id=read_set_id,
+        )
+    )

@@ -1,0 +1,94 @@
+"""The telemetry events ModuleStore appends to its outbox, in the transaction of the change they report."""
+
+from __future__ import annotations
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.binding import RosterRow
+from ggmodules.core.modules.contents import Contents
+from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.values import Origin
+from ggmodules.server.modulestore.convert import (
+    caps_pb,
+    contents_pb,
+    figures_pb,
+    kind_pb,
+    origin_pb,
+    roster_row_pb,
+)
+
+ORIGIN = "modulestore"
+# Kinds whose snapshots carry no contents (R44): their contents are read off the holder's stream.
+NO_SNAPSHOT_CONTENTS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
+
+
+def write_event(
+    run_id: str, agent_id: str, kind: Kind, store_id: str, op: str, figures: Figures, delta: Contents
+) -> event_pb2.Event:
+    """The writer's own event (R28)."""
+    return event_pb2.Event(
+        run_id=run_id,
+        agent_id=agent_id,
+        kind=kind_pb(kind),
+        store_id=store_id,
+        write=event_pb2.WriteEvent(op=op, figures=figures_pb(figures), delta=contents_pb(delta)),
+    )
+
+
+def snapshot_event(
+    run_id: str,
+    agent_id: str,
+    kind: Kind,
+    store_id: str,
+    figures: Figures,
+    contents: Contents | None,
+    written_by: str,
+) -> event_pb2.Event:
+    """Another holder's own state after someone else wrote (R29)."""
+    snap = event_pb2.SnapshotEvent(figures=figures_pb(figures), written_by=written_by)
+    if contents is not None and kind not in NO_SNAPSHOT_CONTENTS:
+        snap.contents.CopyFrom(contents_pb(contents))
+    return event_pb2.Event(
+        run_id=run_id, agent_id=agent_id, kind=kind_pb(kind), store_id=store_id, snapshot=snap
+    )
+
+
+def roster_event(
+    run_id: str, agent_id: str, profile: str, parent_agent_id: str, cause: str, rows: list[RosterRow]
+) -> event_pb2.Event:
+    return event_pb2.Event(
+        run_id=run_id,
+        agent_id=agent_id,
+        roster=event_pb2.RosterEvent(
+            profile=profile,
+            parent_agent_id=parent_agent_id,
+            cause=cause,
+            rows=[roster_row_pb(r) for r in rows],
+        ),
+    )
+
+
+def bind_event(
+    run_id: str,
+    agent_id: str,
+    kind: Kind,
+    store_id: str,
+    origin: Origin,
+    source_store_id: str,
+    may_write: bool,
+    caps: Caps,
+    figures: Figures,
+) -> event_pb2.Event:
+    return event_pb2.Event(
+        run_id=run_id,
+        agent_id=agent_id,
+        kind=kind_pb(kind),
+        store_id=store_id,
+        bind=event_pb2.BindEvent(
+            origin=origin_pb(origin),
+            source_store_id=source_store_id,
+            may_write=may_write,
+            caps=caps_pb(caps),
+            figures=figures_pb(figures),
+        ),
+    )

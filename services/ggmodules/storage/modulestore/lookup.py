@@ -1,0 +1,90 @@
+"""Finding runs, agents and stores, and saying precisely which one is missing."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import Table, bindparam, select
+from sqlalchemy.engine import Connection, Row
+
+from ggmodules.core.errors import DomainError, NotFound, PermissionDenied, Reason
+from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.store import StoreHead
+from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.storage.modulestore.prepared import Prepared, Tx
+from ggmodules.storage.modulestore.tables import MsAgent, MsHolder, MsStore
+
+STORES: Table = MsStore.__table__  # type: ignore[attr-defined]
+HOLDERS: Table = MsHolder.__table__  # type: ignore[attr-defined]
+AGENTS: Table = MsAgent.__table__  # type: ignore[attr-defined]
+
+
+_RUN_EXISTS = Prepared(select(AGENTS.c.agent_id).where(AGENTS.c.run_id == bindparam("run_id")).limit(1))
+_AGENT_EXISTS = Prepared(
+    select(AGENTS.c.agent_id).where(
+        AGENTS.c.run_id == bindparam("run_id"), AGENTS.c.agent_id == bindparam("agent_id")
+    )
+)
+
+
+def run_exists(conn: Connection | Tx, run_id: str) -> bool:
+    return _RUN_EXISTS.one(conn, {"run_id": run_id}) is not None
+
+
+def agent_exists(conn: Connection | Tx, run_id: str, agent_id: str) -> bool:
+    return _AGENT_EXISTS.one(conn, {"run_id": run_id, "agent_id": agent_id}) is not None
+
+
+def require_agent(conn: Connection | Tx, run_id: str, agent_id: str) -> None:
+    if not agent_exists(conn, run_id, agent_id):
+        raise missing(conn, run_id, agent_id)
+
+
+def missing(conn: Connection | Tx, run_id: str, agent_id: str, store_id: str = "") -> DomainError:
+    """Which of run, agent, store is unknown, in that order."""
+    if not run_exists(conn, run_id):
+        return NotFound(
+            f"no run {run_id!r} has bound any instance in ModuleStore",
+            reason=Reason.RUN_NOT_FOUND,
+            metadata={"run_id": run_id},
+        )
+    if agent_id and not agent_exists(conn, run_id, agent_id):
+        return NotFound(
+            f"no agent {agent_id!r} in run {run_id!r}",
+            reason=Reason.AGENT_NOT_FOUND,
+            metadata={"run_id": run_id, "agent_id": agent_id},
+        )
+    return NotFound(
+        f"no store {store_id!r} in run {run_id!r}",
+        reason=Reason.STORE_NOT_FOUND,
+        metadata={"run_id": run_id, "store_id": store_id},
+    )
+
+
+def not_a_holder(agent_id: str, store_id: str, *, let_go: bool = False) -> PermissionDenied:
+    why = "has let it go" if let_go else "does not hold it"
+    return PermissionDenied(
+        f"agent {agent_id!r} {why}: it can use only the stores on its roster ({store_id!r})",
+        reason=Reason.NOT_A_HOLDER,
+        metadata={"agent_id": agent_id, "store_id": store_id},
+    )
+
+
+def store_row(conn: Connection, run_id: str, store_id: str, agent_id: str = "") -> Row[Any]:
+    row = conn.execute(select(STORES).where(STORES.c.run_id == run_id, STORES.c.store_id == store_id)).first()
+    if row is None:
+        raise missing(conn, run_id, agent_id, store_id)
+    return row
+
+
+def head_of(row: Any) -> StoreHead:
+    return StoreHead(
+        kind=Kind(row.kind),
+        caps=Caps(row.max_items, row.max_bytes),
+        figures=Figures(row.items, row.bytes, row.writes),
+        head_seq=row.head_seq,
+        turn=row.turn,
+        strategy=MemoryStrategy(row.strategy),
+        directory=row.skills_directory,
+    )

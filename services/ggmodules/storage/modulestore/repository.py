@@ -1,0 +1,88 @@
+"""The ModuleStore repository: every read and write of its tables goes through here.
+
+Mutations run in one transaction each (`mutate`), together with their outbox events and request-log
+entry. Methods taking a `Connection` are the steps a mutation is built from.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+from google.protobuf.message import Message
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import SQLModel
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.binding import BindPlan, RosterRow
+from ggmodules.core.modules.contents import ArchivedThread
+from ggmodules.core.modules.ops import Op
+from ggmodules.core.modules.prompt import Contribution
+from ggmodules.core.modules.tools.dispatch import Result, ToolCall
+from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
+from ggmodules.storage.modulestore import agent_reads, binding, reading, writing
+from ggmodules.storage.modulestore.events import ORIGIN
+from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
+from ggmodules.storage.modulestore.prepared import Tx
+from ggmodules.storage.modulestore.tables import TABLES
+from ggmodules.storage.modulestore.transaction import RequestKey, Transactions
+
+M = TypeVar("M", bound=Message)
+T = TypeVar("T")
+
+
+class ModuleStoreRepository:
+    def __init__(self, engine: Engine, *, pinned: bool = False) -> None:
+        SQLModel.metadata.create_all(engine, tables=TABLES)
+        self.transactions = Transactions(engine, pinned=pinned)
+        self.outbox = FastOutbox(ORIGIN)
+        self.requests = FastRequestLog()
+
+    def mutate(self, key: RequestKey | None, apply: Callable[[Connection], M], response_type: type[M]) -> M:
+        return self.transactions.mutate(self.requests, key, apply, response_type)
+
+    def mutate_prepared(self, key: RequestKey | None, apply: Callable[[Tx], M], response_type: type[M]) -> M:
+        """For mutations built only from prepared statements: the write path."""
+        return self.transactions.mutate_prepared(self.requests, key, apply, response_type)
+
+    def read(self, fn: Callable[[Connection], T]) -> T:
+        with self.transactions.begin() as conn:
+            return fn(conn)
+
+    # ---- steps of mutations -------------------------------------------------------------------------
+
+    def bind(self, conn: Connection, plan: BindPlan) -> list[RosterRow]:
+        return binding.bind(conn, self.outbox, plan)
+
+    def write(self, conn: Connection | Tx, run_id: str, agent_id: str, store_id: str, op: Op) -> WriteResult:
+        return writing.write(conn, self.outbox, run_id, agent_id, store_id, op)
+
+    def call_tool(self, conn: Connection, run_id: str, agent_id: str, call: ToolCall) -> Result:
+        return agent_reads.call_tool(conn, self.outbox, run_id, agent_id, call)
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    def get_store(
+        self, run_id: str, store_id: str, agent_id: str, after_seq: int, page_size: int
+    ) -> StoreView:
+        return self.read(lambda c: reading.get_store(c, run_id, store_id, agent_id, after_seq, page_size))
+
+    def list_stores(
+        self, run_id: str, kind: Kind | None, page_size: int, page_token: str
+    ) -> tuple[list[StoreInfo], str]:
+        return self.read(lambda c: reading.list_stores(c, run_id, kind, page_size, page_token))
+
+    def render_prompt(self, run_id: str, agent_id: str) -> list[Contribution]:
+        return self.read(lambda c: agent_reads.render_prompt(c, run_id, agent_id))
+
+    def search_archive(
+        self, run_id: str, agent_id: str, store_id: str, query: str, limit: int
+    ) -> list[ArchivedThread]:
+        return self.read(lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, query, limit))
+
+    def read_outbox(self, after: int, limit: int, run_id: str) -> tuple[list[event_pb2.Event], int]:
+        return self.read(lambda c: self.outbox.read(c, after, limit, run_id))
+
+    def close(self) -> None:
+        self.transactions.close()

@@ -1,0 +1,126 @@
+"""One transaction per mutation, with its request id (R49) recalled and recorded inside it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
+from typing import TypeVar
+
+from google.protobuf.message import Message
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+
+from ggmodules.storage.idempotency import fingerprint
+from ggmodules.storage.modulestore.fast_log import FastRequestLog
+from ggmodules.storage.modulestore.prepared import Tx
+
+M = TypeVar("M", bound=Message)
+C = TypeVar("C", Connection, Tx)
+
+
+@dataclass(frozen=True, slots=True)
+class RequestKey:
+    method: str
+    request_id: str
+    fingerprint: str
+
+    @classmethod
+    def of(cls, method: str, request: Message) -> RequestKey | None:
+        """None for an empty request id: the call is applied as a new one."""
+        request_id: str = getattr(request, "request_id", "")
+        if not request_id:
+            return None
+        return cls(method, request_id, fingerprint(request.SerializeToString(deterministic=True)))
+
+
+class Transactions:
+    """Where transactions run. `pinned`: one connection, kept open, for a caller that runs all its
+    database work on one thread (SQLite inline on the event loop) and so never waits for the pool."""
+
+    def __init__(self, engine: Engine, *, pinned: bool) -> None:
+        self.engine = engine
+        self._pinned = engine.connect() if pinned else None
+        self._raw = self._pinned.connection.dbapi_connection if self._pinned is not None else None
+        dbapi = engine.dialect.loaded_dbapi
+        self._conflicts: tuple[type[Exception], ...] = (IntegrityError, dbapi.IntegrityError)
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        if self._pinned is None:
+            with self.engine.begin() as conn:
+                yield conn
+        else:
+            with self._pinned.begin():
+                yield self._pinned
+
+    @contextmanager
+    def begin_prepared(self) -> Iterator[Tx]:
+        """A transaction for code that runs only prepared statements (see prepared.py). On the pinned
+        SQLite connection it is begun and ended on the DBAPI connection itself, which skips SQLAlchemy's
+        per-transaction bookkeeping; the SQLAlchemy connection stays idle meanwhile."""
+        raw = self._raw
+        if raw is None:
+            with self.engine.begin() as conn:
+                yield Tx.of(conn)
+            return
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            yield Tx(self.engine.dialect, dbapi=raw)
+            raw.execute("COMMIT")
+        except BaseException:
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            raise
+
+    def mutate(
+        self,
+        log: FastRequestLog,
+        key: RequestKey | None,
+        apply: Callable[[Connection], M],
+        response_type: type[M],
+    ) -> M:
+        """Applies once. Two racing first attempts collide on a key (the request log's, or a minted
+        name's); the loser retries once and then finds the winner's answer or state."""
+        try:
+            return self._attempt(self.begin, log, key, apply, response_type)
+        except self._conflicts:
+            return self._attempt(self.begin, log, key, apply, response_type)
+
+    def mutate_prepared(
+        self, log: FastRequestLog, key: RequestKey | None, apply: Callable[[Tx], M], response_type: type[M]
+    ) -> M:
+        """`mutate` for code that runs only prepared statements."""
+        try:
+            return self._attempt(self.begin_prepared, log, key, apply, response_type)
+        except self._conflicts:
+            return self._attempt(self.begin_prepared, log, key, apply, response_type)
+
+    @staticmethod
+    def _attempt(
+        begin: Callable[[], AbstractContextManager[C]],
+        log: FastRequestLog,
+        key: RequestKey | None,
+        apply: Callable[[C], M],
+        response_type: type[M],
+    ) -> M:
+        with begin() as conn:
+            if key is not None:
+                prior = log.recall(conn, key.method, key.request_id, key.fingerprint)
+                if prior is not None:
+                    return response_type.FromString(prior)
+            response = apply(conn)
+            if key is not None:
+                log.record(
+                    conn,
+                    key.method,
+                    key.request_id,
+                    key.fingerprint,
+                    response.SerializeToString(deterministic=True),
+                )
+            return response
+
+    def close(self) -> None:
+        if self._pinned is not None:
+            self._pinned.close()
+        self.engine.dispose()

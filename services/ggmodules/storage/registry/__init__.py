@@ -1,0 +1,11 @@
+"""Registry persistence: its tables (prefixed `reg_`) and the repository over them."""
+
+from ggmodules.storage.registry.repository import (
+    InstanceRecord,
+    RegistryRepository,
+    RegistryUnit,
+    RequestKey,
+    RunRecord,
+)
+
+__all__ = ["InstanceRecord", "RegistryRepository", "RegistryUnit", "RequestKey", "RunRecord"]

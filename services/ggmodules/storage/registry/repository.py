@@ -1,0 +1,267 @@
+"""The Registry repository: one unit of work per transaction, over SQLAlchemy Core.
+
+Every mutation and the answer recorded for its request id (R49) commit together. When two calls with one
+request id race, the second one's insert collides and the whole unit is run again, which then recalls the
+first answer instead of applying anything twice.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from sqlalchemy import delete, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import AlreadyExists, NotFound, Reason
+from ggmodules.core.registry.plans import RosterRow
+from ggmodules.core.registry.runs import RunSpec
+from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.registry.codec import decode_roster, decode_spec, encode_roster, encode_spec
+from ggmodules.storage.registry.tables import (
+    TABLES,
+    RegAgentCounterRow,
+    RegInstanceRow,
+    RegOutboxRow,
+    RegRequestRow,
+    RegRunRow,
+    RegStreamHeadRow,
+)
+
+T = TypeVar("T")
+ORIGIN = "registry"
+
+_runs = RegRunRow.__table__  # type: ignore[attr-defined]
+_instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
+_counters = RegAgentCounterRow.__table__  # type: ignore[attr-defined]
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True)
+class RequestKey:
+    """A mutation's request id, the method it was sent to and a fingerprint of the whole request."""
+
+    method: str
+    request_id: str
+    request_hash: str
+
+
+@dataclass(frozen=True)
+class RunRecord:
+    run_id: str
+    spec: RunSpec
+    status: RunStatus
+    status_detail: str
+    created_us: int
+    seq: int = 0
+
+
+@dataclass(frozen=True)
+class InstanceRecord:
+    run_id: str
+    agent_id: str
+    profile: str
+    parent_agent_id: str
+    cause: str
+    fsm_state: str
+    roster: tuple[RosterRow, ...]
+    created_us: int
+    seq: int = 0
+    pending: bool = False
+    bind_request: bytes = b""
+
+
+class RegistryRepository:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+        self.requests = RequestLog(RegRequestRow)
+        self.outbox = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow)
+
+    def create_tables(self) -> None:
+        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+
+    def transact(self, work: Callable[[RegistryUnit], T]) -> T:
+        """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""
+        for attempt in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    return work(RegistryUnit(conn, self))
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+class RegistryUnit:
+    """The operations of one transaction."""
+
+    def __init__(self, conn: Connection, repo: RegistryRepository) -> None:
+        self.conn = conn
+        self._repo = repo
+
+    # -- request ids (R49)
+
+    def recall(self, key: RequestKey | None) -> bytes | None:
+        if key is None:
+            return None
+        return self._repo.requests.recall(self.conn, key.method, key.request_id, key.request_hash)
+
+    def record(self, key: RequestKey | None, response: bytes) -> None:
+        if key is not None:
+            self._repo.requests.record(self.conn, key.method, key.request_id, key.request_hash, response)
+
+    # -- runs
+
+    def add_run(self, run: RunRecord) -> None:
+        self.conn.execute(
+            _runs.insert().values(
+                run_id=run.run_id, name=run.spec.name, board_enabled=run.spec.board_enabled,
+                spec=encode_spec(run.spec.profiles, run.spec.fsm), status=int(run.status),
+                status_detail=run.status_detail, created_us=run.created_us,
+            )
+        )
+        self.emit_run_event(run.run_id, "created")
+
+    def run(self, run_id: str, *, lock: bool = False, share: bool = False) -> RunRecord:
+        stmt = select(_runs).where(_runs.c.run_id == run_id)
+        if lock or share:
+            stmt = stmt.with_for_update(read=share and not lock)
+        row = self.conn.execute(stmt).first()
+        if row is None:
+            raise NotFound(
+                f"run {run_id!r} does not exist; create it with CreateRun or list runs with ListRuns",
+                reason=Reason.RUN_NOT_FOUND,
+                metadata={"run_id": run_id},
+            )
+        return _run_record(row)
+
+    def list_runs(self, after_seq: int, limit: int) -> list[RunRecord]:
+        rows = self.conn.execute(
+            select(_runs).where(_runs.c.seq > after_seq).order_by(_runs.c.seq).limit(limit)
+        ).all()
+        return [_run_record(r) for r in rows]
+
+    def set_run_status(self, run_id: str, status: RunStatus, detail: str = "") -> None:
+        self.conn.execute(
+            update(_runs).where(_runs.c.run_id == run_id).values(status=int(status), status_detail=detail)
+        )
+        self.emit_run_event(run_id, status.word, detail)
+
+    def emit_run_event(self, run_id: str, status: str, detail: str = "") -> None:
+        event = event_pb2.Event(run_id=run_id, run=event_pb2.RunEvent(status=status, detail=detail))
+        self._repo.outbox.append(self.conn, event)
+
+    # -- instances
+
+    def next_agent_number(self, run_id: str, profile: str) -> int:
+        dialect: Any = postgresql if self.conn.dialect.name == "postgresql" else sqlite
+        stmt = (
+            dialect.insert(_counters)
+            .values(run_id=run_id, profile=profile, next_n=1)
+            .on_conflict_do_update(
+                index_elements=["run_id", "profile"], set_={"next_n": _counters.c.next_n + 1}
+            )
+            .returning(_counters.c.next_n)
+        )
+        return int(self.conn.execute(stmt).scalar_one()) - 1
+
+    def add_pending(self, inst: InstanceRecord, key: RequestKey | None) -> None:
+        self.conn.execute(
+            _instances.insert().values(
+                run_id=inst.run_id, agent_id=inst.agent_id, profile=inst.profile,
+                parent_agent_id=inst.parent_agent_id, cause=inst.cause, fsm_state=inst.fsm_state,
+                roster="[]", pending=True, bind_request=inst.bind_request, created_us=inst.created_us,
+                request_method=key.method if key else None,
+                request_id=key.request_id if key else None,
+                request_hash=key.request_hash if key else None,
+            )
+        )
+
+    def pending_for(self, key: RequestKey | None) -> InstanceRecord | None:
+        """The instance this request id already minted and has not finished opening, if any."""
+        if key is None:
+            return None
+        row = self.conn.execute(
+            select(_instances).where(
+                _instances.c.request_method == key.method, _instances.c.request_id == key.request_id
+            )
+        ).first()
+        if row is None or not row.pending:
+            return None
+        if row.request_hash != key.request_hash:
+            raise AlreadyExists(
+                f"request_id {key.request_id!r} was already used for a different {key.method} request; "
+                "use a new request id for a new request",
+                reason=Reason.REQUEST_ID_REUSED,
+                metadata={"request_id": key.request_id, "method": key.method},
+            )
+        return _instance_record(row)
+
+    def instance(self, run_id: str, agent_id: str, *, pending_ok: bool = False) -> InstanceRecord:
+        row = self.conn.execute(
+            select(_instances).where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id)
+        ).first()
+        if row is None or (row.pending and not pending_ok):
+            raise NotFound(
+                f"agent {agent_id!r} is not an instance of run {run_id}; list them with ListInstances",
+                reason=Reason.AGENT_NOT_FOUND,
+                metadata={"run_id": run_id, "agent_id": agent_id},
+            )
+        return _instance_record(row)
+
+    def complete(self, run_id: str, agent_id: str, roster: Sequence[RosterRow]) -> InstanceRecord:
+        """Records the roster ModuleStore bound and makes the instance visible. The roster never changes."""
+        self.conn.execute(
+            update(_instances)
+            .where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id, _instances.c.pending)
+            .values(roster=encode_roster(roster), pending=False, bind_request=None)
+        )
+        return self.instance(run_id, agent_id)
+
+    def drop_pending(self, run_id: str, agent_id: str) -> None:
+        self.conn.execute(
+            delete(_instances).where(
+                _instances.c.run_id == run_id, _instances.c.agent_id == agent_id, _instances.c.pending
+            )
+        )
+
+    def list_instances(self, run_id: str, after_seq: int, limit: int) -> list[InstanceRecord]:
+        rows = self.conn.execute(
+            select(_instances)
+            .where(_instances.c.run_id == run_id, _instances.c.seq > after_seq, ~_instances.c.pending)
+            .order_by(_instances.c.seq)
+            .limit(limit)
+        ).all()
+        return [_instance_record(r) for r in rows]
+
+
+def _run_record(row: Any) -> RunRecord:
+    profiles, fsm = decode_spec(row.spec)
+    return RunRecord(
+        run_id=row.run_id,
+        spec=RunSpec(row.name, profiles, bool(row.board_enabled), fsm),
+        status=RunStatus(row.status),
+        status_detail=row.status_detail,
+        created_us=int(row.created_us),
+        seq=int(row.seq),
+    )
+
+
+def _instance_record(row: Any) -> InstanceRecord:
+    return InstanceRecord(
+        run_id=row.run_id, agent_id=row.agent_id, profile=row.profile, parent_agent_id=row.parent_agent_id,
+        cause=row.cause, fsm_state=row.fsm_state, roster=decode_roster(row.roster),
+        created_us=int(row.created_us), seq=int(row.seq), pending=bool(row.pending),
+        bind_request=bytes(row.bind_request or b""),
+    )

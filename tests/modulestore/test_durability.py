@@ -1,0 +1,51 @@
+"""R48: an acknowledged write survives kill -9 of ModuleStore."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
+from tests.harness import BACKENDS, ServiceProcess, drop_database, new_database_url
+from tests.modulestore.plans import append, contents, new_run, open_agent, write
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    url = new_database_url(request.param, "modulestore", tmp_path)
+    yield url
+    drop_database(url)
+
+
+def test_r48_an_acknowledged_write_survives_kill_9(database_url: str) -> None:
+    run = new_run()
+    proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
+    try:
+        with grpc.insecure_channel(proc.address) as channel:
+            stub = svc_grpc.ModuleStoreServiceStub(channel)
+            agent = open_agent(stub, run, "coder-0")
+            for i in range(20):
+                append(stub, agent, f"message {i}")
+            write(stub, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="survive"))
+            last = append(stub, agent, "acknowledged just before the crash")
+    finally:
+        proc.kill()
+    assert last.last_seq == 21
+
+    proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
+    try:
+        with grpc.insecure_channel(proc.address) as channel:
+            stub = svc_grpc.ModuleStoreServiceStub(channel)
+            history = contents(stub, agent, c.KIND_HISTORY).contents.history
+            assert history.message_count == 21
+            assert history.messages[-1].content == "acknowledged just before the crash"
+            assert [t.title for t in contents(stub, agent, c.KIND_TASKS).contents.tasks.tasks] == ["survive"]
+            # The restarted service carries on from where it was: ids and seqs continue.
+            assert append(stub, agent, "after restart").last_seq == 22
+    finally:
+        proc.terminate()

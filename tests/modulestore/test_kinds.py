@@ -1,0 +1,79 @@
+"""The six kinds (R1) and what is fixed per kind (R3)."""
+
+from __future__ import annotations
+
+import grpc
+
+from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.modulestore.v1 import modulestore_pb2 as ms
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from tests.modulestore.plans import (
+    KINDS,
+    Stub,
+    b,
+    bind,
+    new_run,
+    open_agent,
+    open_bindings,
+    refusal,
+    write,
+)
+
+SIX = "history, memories, tasks, board, skills, archive"
+
+
+def test_r1_unknown_kind_value_in_a_plan_is_refused_naming_the_six(modulestore: Stub) -> None:
+    run = new_run()
+    bindings = [*open_bindings(), b(7, ms.BIND_ACTION_CREATE)]
+    code, reason, message = refusal(lambda: bind(modulestore, run, "coder-0", bindings))
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND")
+    assert "'7'" in message and SIX in message
+    # Nothing was bound: the run still has no instance.
+    code, reason, _ = refusal(lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run)))
+    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")
+
+
+def test_r1_unspecified_kind_is_refused_too(modulestore: Stub) -> None:
+    bindings = [b(c.KIND_UNSPECIFIED, ms.BIND_ACTION_CREATE), *open_bindings()]
+    code, reason, message = refusal(lambda: bind(modulestore, new_run(), "coder-0", bindings))
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND") and SIX in message
+
+
+def test_r1_unknown_kind_filter_is_refused_in_reads(modulestore: Stub) -> None:
+    agent = open_agent(modulestore, new_run(), "coder-0")
+    for call in (
+        lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=agent.run_id, kind=42)),
+        lambda: modulestore.ListTools(svc.ListToolsRequest(kind=42)),
+    ):
+        code, reason, message = refusal(call)
+        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND") and SIX in message
+
+
+def test_r1_a_roster_has_exactly_the_six_kinds_in_kind_order(modulestore: Stub) -> None:
+    resp = modulestore.BindInstance(
+        svc.BindInstanceRequest(
+            run_id=new_run(),
+            agent_id="coder-0",
+            profile="coder",
+            cause="open",
+            bindings=[b(c.KIND_HISTORY, ms.BIND_ACTION_CREATE), b(c.KIND_TASKS, ms.BIND_ACTION_CREATE)],
+        )
+    )
+    assert [r.kind for r in resp.roster] == KINDS
+    assert [r.enabled for r in resp.roster] == [True, False, True, False, False, False]
+    assert [r.store_id for r in resp.roster] == ["history-0", "", "tasks-0", "", "", ""]
+
+
+def test_r3_contribution_and_tools_do_not_depend_on_run_or_profile(modulestore: Stub) -> None:
+    """Two agents of different profiles in different runs, same task list: same contribution, same tools."""
+    rendered = []
+    for profile in ("planner", "reviewer"):
+        agent = open_agent(modulestore, new_run(), f"{profile}-0")
+        write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="ship it"))
+        prompt = modulestore.RenderPrompt(
+            svc.RenderPromptRequest(run_id=agent.run_id, agent_id=agent.agent_id)
+        )
+        tasks = next(x for x in prompt.contributions if x.kind == c.KIND_TASKS)
+        rendered.append([(m.role, m.section, m.content) for m in tasks.messages])
+    assert rendered[0] == rendered[1]
+    assert modulestore.ListTools(svc.ListToolsRequest()) == modulestore.ListTools(svc.ListToolsRequest())

@@ -1,0 +1,74 @@
+"""Every service process: health, reflection, the ready line, graceful SIGTERM, configuration."""
+
+from __future__ import annotations
+
+import json
+import signal
+from pathlib import Path
+
+import grpc
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
+
+from ggmodules.runtime.config import ServiceConfig
+from tests.harness import ServiceProcess
+
+
+@pytest.fixture()
+def modulestore_process(tmp_path: Path):
+    proc = ServiceProcess("modulestore", "--database-url", f"sqlite:///{tmp_path / 'ms.db'}")
+    yield proc
+    if proc.proc.poll() is None:
+        proc.kill()
+
+
+def test_health_reports_serving_for_the_server_and_each_service(modulestore_process: ServiceProcess) -> None:
+    with grpc.insecure_channel(modulestore_process.address) as ch:
+        health = health_pb2_grpc.HealthStub(ch)
+        for name in ("", "ggmodules.modulestore.v1.ModuleStoreService"):
+            resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
+            assert resp.status == health_pb2.HealthCheckResponse.SERVING
+        with pytest.raises(grpc.RpcError) as err:
+            health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"), timeout=5)
+        assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_reflection_lists_the_service_for_generic_clients(modulestore_process: ServiceProcess) -> None:
+    with grpc.insecure_channel(modulestore_process.address) as ch:
+        stub = reflection_pb2_grpc.ServerReflectionStub(ch)
+        req = reflection_pb2.ServerReflectionRequest(list_services="")
+        names = {
+            s.name
+            for resp in stub.ServerReflectionInfo(iter([req]), timeout=5)
+            for s in resp.list_services_response.service
+        }
+    assert "ggmodules.modulestore.v1.ModuleStoreService" in names
+    assert "grpc.health.v1.Health" in names
+
+
+def test_sigterm_stops_gracefully_and_logs_it(modulestore_process: ServiceProcess) -> None:
+    modulestore_process.proc.send_signal(signal.SIGTERM)
+    assert modulestore_process.proc.wait(15) == 0
+    events = [
+        json.loads(line)["event"]
+        for line in modulestore_process.log_text().splitlines()
+        if line.startswith("{")
+    ]
+    assert events[-2:] == ["stopping", "stopped"]
+
+
+def test_config_precedence_is_flag_then_service_env_then_suite_env_then_default() -> None:
+    env = {
+        "GGMODULES_DATABASE_URL": "sqlite:///suite.db",
+        "GGMODULES_REGISTRY_DATABASE_URL": "sqlite:///reg.db",
+        "GGMODULES_PORT": "7000",
+    }
+    assert ServiceConfig.load("modulestore", [], env).database_url == "sqlite:///suite.db"
+    assert ServiceConfig.load("registry", [], env).database_url == "sqlite:///reg.db"
+    assert ServiceConfig.load("registry", ["--database-url", "sqlite:///flag.db"], env).database_url == (
+        "sqlite:///flag.db"
+    )
+    assert ServiceConfig.load("registry", [], env).port == 7000
+    assert ServiceConfig.load("registry", [], {}).port == 50051
+    assert ServiceConfig.load("modulestore", [], {}).database_url == "sqlite:///var/modulestore.db"
