@@ -4,37 +4,9 @@ from __future__ import annotations
 
 import enum
 
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
 
-class Origin(enum.IntEnum):
-    """How a holder came by its store (R32)."""
-
-    CREATED = 1
-    INHERITED = 2
-    PROFILE = 3
-    RUN = 4
-    TRANSFERRED = 5
-    FORKED = 6
-
-
-class BindAction(enum.IntEnum):
-    DISABLED = 1
-    CREATE = 2
-    SHARE = 3
-    FORK = 4
-    NAMED = 5
-
-
-class MemoryScope(enum.IntEnum):
-    UNSPECIFIED = 0
-    INSTANCE = 1
-    AGENT = 2
-    INHERITED = 3
-
-
-class MemoryStrategy(enum.IntEnum):
-    UNSPECIFIED = 0
-    SCRATCHPAD = 1
-    MARKDOWN_INDEX = 2
+__all__ = ["BindAction", "IssueStatus", "MemoryScope", "MemoryStrategy", "Origin", "TaskStatus"]
 
 
 class TaskStatus(enum.IntEnum):

@@ -6,36 +6,9 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass
 
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
 
-class Origin(enum.IntEnum):
-    UNSPECIFIED = 0
-    CREATED = 1
-    INHERITED = 2
-    PROFILE = 3
-    RUN = 4
-    TRANSFERRED = 5
-    FORKED = 6
-
-
-class MemoryScope(enum.IntEnum):
-    UNSPECIFIED = 0
-    INSTANCE = 1
-    AGENT = 2
-    INHERITED = 3
-
-
-class MemoryStrategy(enum.IntEnum):
-    UNSPECIFIED = 0
-    SCRATCHPAD = 1
-    MARKDOWN_INDEX = 2
-
-
-class BindAction(enum.IntEnum):
-    DISABLED = 1
-    CREATE = 2
-    SHARE = 3
-    FORK = 4
-    NAMED = 5
+__all__ = ["BindAction", "Caps", "Cause", "MemoryScope", "MemoryStrategy", "Origin", "RunStatus"]
 
 
 class RunStatus(enum.IntEnum):

@@ -25,10 +25,10 @@ from ggmodules.core.registry.runs import agent_id_for, require_running, resolve_
 from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.server.registry.binder import ModuleStoreBinder
-from ggmodules.server.registry.convert import bind_request, instance_to_proto, roster_from_proto
 from ggmodules.server.registry.requests import Mutation, request_key
 from ggmodules.storage.registry import InstanceRecord, RegistryRepository, RegistryUnit, RequestKey, RunRecord
 from ggmodules.storage.registry.repository import now_us
+from ggmodules.wire.registry import bind_request, instance_to_proto, roster_from_proto
 
 Opened = TypeVar("Opened", pb.OpenInstanceResponse, pb.SpawnSubagentResponse, pb.ForkInstanceResponse)
 Mint = Callable[[RegistryUnit], InstanceRecord]

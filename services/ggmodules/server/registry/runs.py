@@ -8,10 +8,10 @@ from ggmodules.core.registry.paging import decode_token, encode_token, page_size
 from ggmodules.core.registry.runs import new_run_id, require_running, validate_run
 from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from ggmodules.server.registry.convert import fsm_input, profile_inputs, run_to_proto
 from ggmodules.server.registry.requests import request_key
 from ggmodules.storage.registry import RegistryRepository, RegistryUnit, RunRecord
 from ggmodules.storage.registry.repository import now_us
+from ggmodules.wire.registry import fsm_input, profile_inputs, run_to_proto
 
 RUNS_PAGE = "runs"
 

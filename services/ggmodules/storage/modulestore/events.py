@@ -8,7 +8,7 @@ from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.figures import Caps, Figures
 from ggmodules.core.modules.values import Origin
-from ggmodules.server.modulestore.convert import (
+from ggmodules.wire.modulestore import (
     caps_pb,
     contents_pb,
     figures_pb,
