@@ -8,6 +8,7 @@ import pytest
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.logging import configure_logging
+from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.harness import BACKENDS, Suite
 
 # In-process services log like their processes do, but only what a failing test needs.
@@ -16,7 +17,7 @@ configure_logging("warning")
 
 @pytest.fixture(scope="session", params=BACKENDS)
 def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
-    """ModuleStore and Registry on each backend: SQLite always, PostgreSQL when a URL is given."""
+    """ModuleStore, Registry and Transfer on each backend: SQLite always, PostgreSQL when a URL is given."""
     s = Suite(request.param, Path(tmp_path_factory.mktemp(f"db-{request.param}")))
     yield s
     s.close()
@@ -30,3 +31,8 @@ def modulestore(suite: Suite) -> modulestore_service_pb2_grpc.ModuleStoreService
 @pytest.fixture()
 def registry(suite: Suite) -> registry_service_pb2_grpc.RegistryServiceStub:
     return registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+
+
+@pytest.fixture()
+def transfer(suite: Suite) -> transfer_service_pb2_grpc.TransferServiceStub:
+    return transfer_service_pb2_grpc.TransferServiceStub(suite.channel(suite.transfer.address))

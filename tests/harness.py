@@ -104,12 +104,13 @@ class InProcessService:
 
 
 class Suite:
-    """ModuleStore and Registry, started in-process against one backend."""
+    """ModuleStore, Registry and Transfer, started in-process against one backend."""
 
     def __init__(self, backend: str, directory: Path) -> None:
         self.backend = backend
         self.loop = LoopThread()
-        self.urls = {name: new_database_url(backend, name, directory) for name in ("modulestore", "registry")}
+        names = ("modulestore", "registry", "transfer")
+        self.urls = {name: new_database_url(backend, name, directory) for name in names}
         base = ServiceConfig(service="modulestore", port=0, log_level="warning")
         self.modulestore = InProcessService(
             self.loop, replace(base, service="modulestore", database_url=self.urls["modulestore"])
@@ -123,6 +124,16 @@ class Suite:
                 modulestore_address=self.modulestore.address,
             ),
         )
+        self.transfer = InProcessService(
+            self.loop,
+            replace(
+                base,
+                service="transfer",
+                database_url=self.urls["transfer"],
+                registry_address=self.registry.address,
+                modulestore_address=self.modulestore.address,
+            ),
+        )
         self._channels: list[grpc.Channel] = []
 
     def channel(self, address: str) -> grpc.Channel:
@@ -133,6 +144,7 @@ class Suite:
     def close(self) -> None:
         for ch in self._channels:
             ch.close()
+        self.transfer.stop()
         self.registry.stop()
         self.modulestore.stop()
         self.loop.close()

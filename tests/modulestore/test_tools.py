@@ -143,7 +143,7 @@ def test_r8_bad_tool_calls_are_refused(modulestore: Stub) -> None:
         (
             lambda: call(modulestore, bare, "create_task", title="t"),
             grpc.StatusCode.FAILED_PRECONDITION,
-            "WRONG_KIND",
+            "KIND_NOT_HELD",
         ),
         (
             lambda: modulestore.CallTool(

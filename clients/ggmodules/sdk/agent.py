@@ -4,6 +4,7 @@
     planner.history.append("user", "Build a CLI", start_turn=True)
     planner.tasks.create("write the parser")
     copy = planner.fork()
+    coder = planner.transition("code").successor       # planner's writes are refused from here on
 """
 
 from __future__ import annotations
@@ -12,7 +13,8 @@ import grpc
 
 from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
-from ggmodules.sdk.bound import Async, Bound, M, Sync, Transport, bound_call, bound_opens
+from ggmodules.sdk import transfer_calls as tr
+from ggmodules.sdk.bound import Async, Bound, M, Sync, Transport, bound_call, bound_opens, bound_transfers
 from ggmodules.sdk.errors import KindNotHeldError
 from ggmodules.sdk.handles import (
     ArchiveHandle,
@@ -61,7 +63,7 @@ class _Agent(Bound[M]):
         row = self.instance.row(kind)
         if not row.enabled:
             raise KindNotHeldError(
-                grpc.StatusCode.FAILED_PRECONDITION, "",
+                grpc.StatusCode.FAILED_PRECONDITION, KindNotHeldError.REASON,
                 f"{self.id} holds no {row.kind.value} module: profile {self.profile!r} turns it off",
                 {"agent_id": self.id, "kind": row.kind.value},
             )
@@ -99,6 +101,9 @@ class _Agent(Bound[M]):
     call_tool = bound_call(ms.agent_call_tool)
     fork = bound_opens(reg.fork)
     spawn = bound_opens(reg.spawn)
+    # Hand every module on to a successor (a new agent id, R36); this agent's writes are refused after.
+    transition = bound_transfers(tr.agent_transition)
+    exec = bound_transfers(tr.agent_exec)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r}, run={self.run_id!r}, profile={self.profile!r})"

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol
 
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
 from ggmodules.sdk.plans import Plan
-from ggmodules.sdk.results import Instance
+from ggmodules.sdk.results import Instance, Transfer
 
 if TYPE_CHECKING:
     from ggmodules.sdk.agent import Agent, AsyncAgent
@@ -125,6 +125,24 @@ class AgentOp(_Op[P, Instance]):
         return self if obj is None else self._bind(obj, obj._transport.agent)
 
 
+class TransferOp(_Op[P, "Transfer[Any]"]):
+    """An RPC answering a transfer, whose successor is handed back as an agent of the caller's mode."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, obj: Bound[Sync], owner: type[Any]) -> Callable[P, Transfer[Agent]]: ...
+    @overload
+    def __get__(
+        self, obj: Bound[Async], owner: type[Any]
+    ) -> Callable[P, Awaitable[Transfer[AsyncAgent]]]: ...
+    def __get__(self, obj: Bound[Any] | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        agent = obj._transport.agent
+        return self._bind(obj, lambda transfer: transfer.bind(agent))
+
+
 def _unbound(build: Callable[P, Plan[T]]) -> Callable[Concatenate[Bound[Any], P], Plan[T]]:
     def plan(_obj: Bound[Any], /, *args: P.args, **kwargs: P.kwargs) -> Plan[T]:
         return build(*args, **kwargs)
@@ -155,3 +173,11 @@ def opens(build: Callable[P, Plan[Instance]]) -> AgentOp[P]:
 
 def bound_opens(build: Callable[Concatenate[R, P], Plan[Instance]]) -> AgentOp[P]:
     return AgentOp(_bound(build), build)
+
+
+def transfers(build: Callable[P, Plan[Transfer[Any]]]) -> TransferOp[P]:
+    return TransferOp(_unbound(build), build)
+
+
+def bound_transfers(build: Callable[Concatenate[R, P], Plan[Transfer[Any]]]) -> TransferOp[P]:
+    return TransferOp(_bound(build), build)

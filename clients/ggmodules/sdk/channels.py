@@ -1,4 +1,4 @@
-"""What the sync and asyncio transports share: the two services' stubs, and how each call begins."""
+"""What the sync and asyncio transports share: the services' stubs, and how each call begins."""
 
 from __future__ import annotations
 
@@ -10,19 +10,22 @@ from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.retry import Attempts
+from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 
 Headers = tuple[tuple[str, str], ...]
 
 
 class Stubs:
-    """Both services' stubs over channels opened by `open_channel(address)` (sync or asyncio)."""
+    """Every service's stub over channels opened by `open_channel(address)` (sync or asyncio)."""
 
     def __init__(self, config: ClientConfig, open_channel: Callable[[str], Any]) -> None:
         self.channels = {"registry": open_channel(config.registry),
-                         "modulestore": open_channel(config.modulestore)}
+                         "modulestore": open_channel(config.modulestore),
+                         "transfer": open_channel(config.transfer)}
         self._stubs: dict[str, Any] = {
             "registry": registry_service_pb2_grpc.RegistryServiceStub(self.channels["registry"]),
             "modulestore": modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channels["modulestore"]),
+            "transfer": transfer_service_pb2_grpc.TransferServiceStub(self.channels["transfer"]),
         }
 
     def method(self, plan: Plan[Any]) -> Any:

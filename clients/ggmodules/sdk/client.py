@@ -1,6 +1,6 @@
-"""`Client` (sync) and `AsyncClient` (asyncio): every Registry RPC and the ModuleStore reads and tools.
+"""`Client` (sync) and `AsyncClient` (asyncio): every Registry and Transfer RPC, ModuleStore reads and tools.
 
-    with Client(registry="127.0.0.1:50051", modulestore="127.0.0.1:50052") as gg:
+    with Client(registry="127.0.0.1:50051", modulestore="127.0.0.1:50052", transfer="127.0.0.1:50053") as gg:
         run = gg.create_run("demo", [Profile("planner", tasks=True)], board=True)
         planner = gg.open_instance(run.id, "planner")
 
@@ -15,16 +15,18 @@ from typing import Any
 
 from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
+from ggmodules.sdk import transfer_calls as tr
 from ggmodules.sdk.aio_transport import AsyncTransport
-from ggmodules.sdk.bound import Async, Bound, M, Sync, call, opens
+from ggmodules.sdk.bound import Async, Bound, M, Sync, call, opens, transfers
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.transport import SyncTransport
 
 
-def _config(registry: str | None, modulestore: str | None, config: ClientConfig | None) -> ClientConfig:
+def _config(registry: str | None, modulestore: str | None, transfer: str | None,
+            config: ClientConfig | None) -> ClientConfig:
     config = config or ClientConfig()
     return replace(config, registry=registry or config.registry,
-                   modulestore=modulestore or config.modulestore)
+                   modulestore=modulestore or config.modulestore, transfer=transfer or config.transfer)
 
 
 class _Client(Bound[M]):
@@ -47,6 +49,10 @@ class _Client(Bound[M]):
     list_tools = call(ms.list_tools)
     call_tool = call(ms.call_tool)
     search_archive = call(ms.search_archive)
+    # Transfer: `transfer.successor` is the successor as an agent.
+    transition = transfers(tr.transition)
+    exec = transfers(tr.exec_profile)
+    get_transfer = transfers(tr.get_transfer)
 
 
 class Client(_Client[Sync]):
@@ -54,10 +60,11 @@ class Client(_Client[Sync]):
 
     _transport: SyncTransport
 
-    def __init__(self, registry: str | None = None, modulestore: str | None = None, *,
-                 config: ClientConfig | None = None, interceptors: Sequence[Any] = ()) -> None:
-        """`interceptors`: `grpc.UnaryUnaryClientInterceptor`s, applied to both channels."""
-        super().__init__(SyncTransport(_config(registry, modulestore, config), interceptors))
+    def __init__(self, registry: str | None = None, modulestore: str | None = None,
+                 transfer: str | None = None, *, config: ClientConfig | None = None,
+                 interceptors: Sequence[Any] = ()) -> None:
+        """`interceptors`: `grpc.UnaryUnaryClientInterceptor`s, applied to every channel."""
+        super().__init__(SyncTransport(_config(registry, modulestore, transfer, config), interceptors))
 
     def close(self) -> None:
         self._transport.close()
@@ -74,10 +81,11 @@ class AsyncClient(_Client[Async]):
 
     _transport: AsyncTransport
 
-    def __init__(self, registry: str | None = None, modulestore: str | None = None, *,
-                 config: ClientConfig | None = None, interceptors: Sequence[Any] = ()) -> None:
-        """`interceptors`: `grpc.aio.UnaryUnaryClientInterceptor`s, applied to both channels."""
-        super().__init__(AsyncTransport(_config(registry, modulestore, config), interceptors))
+    def __init__(self, registry: str | None = None, modulestore: str | None = None,
+                 transfer: str | None = None, *, config: ClientConfig | None = None,
+                 interceptors: Sequence[Any] = ()) -> None:
+        """`interceptors`: `grpc.aio.UnaryUnaryClientInterceptor`s, applied to every channel."""
+        super().__init__(AsyncTransport(_config(registry, modulestore, transfer, config), interceptors))
 
     async def close(self) -> None:
         await self._transport.close()

@@ -9,6 +9,7 @@ from typing import Any
 
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
+DEFAULT_TRANSFER = "127.0.0.1:50053"
 # As large as the services accept, so a big window reads back whole.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
@@ -38,6 +39,7 @@ NO_RETRY = RetryPolicy(max_attempts=1)
 class ClientConfig:
     registry: str = DEFAULT_REGISTRY
     modulestore: str = DEFAULT_MODULESTORE
+    transfer: str = DEFAULT_TRANSFER
     # Default deadline of every call in seconds, retries included; None waits forever.
     timeout: float | None = 10.0
     retry: RetryPolicy = field(default_factory=RetryPolicy)
@@ -50,11 +52,13 @@ class ClientConfig:
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
-        """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TIMEOUT` (seconds)."""
+        """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TRANSFER_ADDRESS`,
+        `GGMODULES_TIMEOUT` (seconds)."""
         env = os.environ if env is None else env
         timeout = env.get("GGMODULES_TIMEOUT")
         return cls(
             registry=env.get("GGMODULES_REGISTRY_ADDRESS", DEFAULT_REGISTRY),
             modulestore=env.get("GGMODULES_MODULESTORE_ADDRESS", DEFAULT_MODULESTORE),
+            transfer=env.get("GGMODULES_TRANSFER_ADDRESS", DEFAULT_TRANSFER),
             timeout=float(timeout) if timeout else cls.timeout,
         )

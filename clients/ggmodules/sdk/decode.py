@@ -12,7 +12,19 @@ from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.sdk import results as r
 from ggmodules.sdk.profiles import Capability, Edge, Fsm, Memories, Profile, Skills
-from ggmodules.sdk.words import IssueStatus, Kind, MemoryScope, MemoryStrategy, Origin, RunStatus, TaskStatus
+from ggmodules.sdk.words import (
+    IssueStatus,
+    Kind,
+    MemoryScope,
+    MemoryStrategy,
+    Origin,
+    Outcome,
+    RunStatus,
+    TaskStatus,
+    TransferKind,
+    TransferState,
+)
+from ggmodules.transfer.v1 import transfer_pb2
 
 
 def time(ts: timestamp_pb2.Timestamp) -> datetime | None:
@@ -110,6 +122,8 @@ def instance(pb: registry_pb2.Instance) -> r.Instance:
         predecessor_agent_id=pb.predecessor_agent_id,
         fsm_state=pb.fsm_state,
         created_at=time(pb.create_time),
+        successor_agent_id=pb.successor_agent_id,
+        opening_note=pb.opening_note,
     )
 
 
@@ -201,3 +215,37 @@ def contribution(c: modulestore_pb2.Contribution) -> r.Contribution:
 
 def tool(t: modulestore_pb2.ToolDefinition) -> r.ToolDefinition:
     return r.ToolDefinition(Kind.from_number(t.kind), t.name, t.description, t.parameters_json_schema)
+
+
+def kind_outcome(o: common_pb2.KindOutcome) -> r.KindOutcome:
+    return r.KindOutcome(
+        kind=_kind(o.kind),
+        outcome=Outcome.from_number(o.outcome),
+        store_id_before=o.store_id_before,
+        store_id_after=o.store_id_after,
+        note=o.note,
+    )
+
+
+def transfer(t: transfer_pb2.Transfer, *, kept_state: str = "") -> r.Transfer[Any]:
+    """`kept_state`: the predecessor's FSM state, which an exec successor keeps, when the caller knows it."""
+    kind = TransferKind.from_number(t.kind)
+    return r.Transfer(
+        transfer_id=t.transfer_id,
+        request_id=t.request_id,
+        run_id=t.run_id,
+        kind=kind,
+        state=TransferState.from_number(t.state),
+        predecessor_agent_id=t.predecessor_agent_id,
+        successor_agent_id=t.successor_agent_id,
+        successor_profile=t.successor_profile,
+        outcomes=tuple(kind_outcome(o) for o in t.outcomes),
+        roster=tuple(roster_row(row) for row in t.roster),
+        opening_note=t.opening_note,
+        failure=t.failure,
+        from_state=t.from_state,
+        to_state=t.to_state,
+        created_at=time(t.create_time),
+        completed_at=time(t.complete_time),
+        successor_fsm_state=t.to_state or kept_state,
+    )

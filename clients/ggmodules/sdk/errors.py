@@ -181,17 +181,62 @@ class ServiceUnavailableError(GGModulesError):
         self.attempts = attempts
 
 
+class HandedOnError(GGModulesError):
+    """The agent already handed its modules on to a successor (R36): act as the successor instead."""
+
+    REASON = "HANDED_ON"
+
+
+class NoSuchEdgeError(GGModulesError):
+    """The FSM has no edge from the agent's state to the one asked for; the message lists the edges out."""
+
+    REASON = "NO_SUCH_EDGE"
+
+
+class NotInFsmError(GGModulesError):
+    """The agent runs in no FSM state, so it cannot take a transition (an exec needs none)."""
+
+    REASON = "NOT_IN_FSM"
+
+
+class RunInternalError(GGModulesError):
+    """A transfer met a kind its predecessor does not hold: the suite's own defect (R26). The run has ended
+    with status internal_error and nothing of the transfer was applied. Arrives as INTERNAL, the one
+    INTERNAL that is not an `InternalError`."""
+
+    REASON = "RUN_INTERNAL_ERROR"
+
+
+class CursorExpiredError(GGModulesError):
+    """A stream cursor older than what Telemetry retains: resume after `oldest_cursor - 1`, or from 0."""
+
+    REASON = "CURSOR_EXPIRED"
+
+    @property
+    def oldest_cursor(self) -> int:
+        """The oldest cursor still available (ErrorInfo metadata `oldest_cursor`)."""
+        return int(self.metadata.get("oldest_cursor") or 0)
+
+
 class DeadlineExceededError(GGModulesError):
     """The call's deadline passed before a service answered. Mutations may or may not have applied:
     retrying with the same request id is safe."""
 
 
 class InternalError(GGModulesError):
-    """INTERNAL or UNKNOWN: a defect in a service (R47), except a run ending under internal_error."""
+    """INTERNAL or UNKNOWN: a defect in a service (R47), except a run ending under internal_error
+    (`RunInternalError`: a refusal's reason always wins over its code)."""
 
 
 class KindNotHeldError(GGModulesError):
-    """Raised by the SDK, before any call, for a module handle of a kind the agent's roster has off."""
+    """The agent holds no module of that kind: raised by the SDK, before any call, for a module handle of a
+    kind the agent's roster has off, and rebuilt from a service's KIND_NOT_HELD refusal."""
+
+    REASON = "KIND_NOT_HELD"
+
+
+class TransferNotCompletedError(GGModulesError):
+    """Raised by the SDK for the successor of a transfer that is still pending, or failed (GetTransfer)."""
 
 
 def error_from_status(
@@ -209,7 +254,7 @@ def error_from_status(
     message = status.message if status is not None else (details or "")
     if code == grpc.StatusCode.UNAVAILABLE:
         return ServiceUnavailableError(code, reason, message, attempts)
-    if reason:
+    if reason:  # the reason wins over the code: INTERNAL with RUN_INTERNAL_ERROR is a RunInternalError
         return GGModulesError.class_for(reason)(code, reason, message, metadata, violations)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceededError(code, "", message)

@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 
 T = TypeVar("T")
 U = TypeVar("U")
-Service = Literal["registry", "modulestore"]
+Service = Literal["registry", "modulestore", "transfer"]
 REQUEST_ID_HEADER = "x-request-id"
 
 

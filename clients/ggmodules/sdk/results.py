@@ -7,17 +7,33 @@ service left unspecified (the scope of a non-memories roster row, the origin of 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
-from ggmodules.sdk.words import IssueStatus, Kind, MemoryScope, MemoryStrategy, Origin, RunStatus, TaskStatus
+import grpc
+
+from ggmodules.sdk.errors import TransferNotCompletedError
+from ggmodules.sdk.words import (
+    IssueStatus,
+    Kind,
+    MemoryScope,
+    MemoryStrategy,
+    Origin,
+    Outcome,
+    RunStatus,
+    TaskStatus,
+    TransferKind,
+    TransferState,
+)
 
 if TYPE_CHECKING:
     from ggmodules.sdk.profiles import Fsm, Profile
 
 T = TypeVar("T")
+A = TypeVar("A")
+B = TypeVar("B")
 
 
 @dataclass(frozen=True)
@@ -87,6 +103,10 @@ class Instance:
     predecessor_agent_id: str = ""
     fsm_state: str = ""
     created_at: datetime | None = None
+    # The transfer successor this instance handed its modules on to, once it has (its writes are refused).
+    successor_agent_id: str = ""
+    # A transfer successor's opening note: what arrived, and why anything was re-initialized.
+    opening_note: str = ""
 
     def row(self, kind: Kind | str) -> RosterRow:
         """The roster row of a kind (every instance has one per kind)."""
@@ -273,3 +293,88 @@ class ToolResult:
 
     def value(self) -> Any:
         return json.loads(self.result_json)
+
+
+@dataclass(frozen=True)
+class KindOutcome:
+    """What a transfer did with one kind (R21); store ids are "" where that side held none (R35)."""
+
+    kind: Kind
+    outcome: Outcome | None
+    store_id_before: str
+    store_id_after: str
+    # Why, when there is something to say (a re-initialized memories store says why, in a sentence).
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Transfer(Generic[A]):
+    """One transition or exec: a predecessor handing its modules on to a new successor agent (R36).
+
+    `successor` is the successor as an agent of the caller's mode, built from the roster in the answer."""
+
+    transfer_id: str
+    request_id: str
+    run_id: str
+    kind: TransferKind | None
+    state: TransferState | None
+    predecessor_agent_id: str
+    successor_agent_id: str
+    successor_profile: str
+    # One per kind either side holds, in kind order.
+    outcomes: tuple[KindOutcome, ...]
+    # The successor's roster (R32).
+    roster: tuple[RosterRow, ...]
+    opening_note: str = ""
+    # FAILED only: why.
+    failure: str = ""
+    # Transition only: the edge taken.
+    from_state: str = ""
+    to_state: str = ""
+    created_at: datetime | None = None
+    completed_at: datetime | None = None
+    # The FSM state the successor runs: `to_state` for a transition, the predecessor's for an exec (known to
+    # `agent.exec`; the contract does not carry it, so "" for an exec made or looked up by ids).
+    successor_fsm_state: str = ""
+    _successor: A | None = field(default=None, repr=False, compare=False)
+
+    def outcome(self, kind: Kind | str) -> KindOutcome:
+        """The outcome of one kind; `KeyError` when neither side held it."""
+        for o in self.outcomes:
+            if o.kind == kind:
+                return o
+        raise KeyError(f"transfer {self.transfer_id} moved no {kind} module")
+
+    @property
+    def successor_instance(self) -> Instance:
+        """The successor's instance as Registry shows it once the transfer has completed."""
+        return Instance(
+            run_id=self.run_id,
+            agent_id=self.successor_agent_id,
+            profile=self.successor_profile,
+            cause=self.kind.value if self.kind else "",
+            roster=self.roster,
+            predecessor_agent_id=self.predecessor_agent_id,
+            fsm_state=self.successor_fsm_state,
+            created_at=self.completed_at,
+            opening_note=self.opening_note,
+        )
+
+    @property
+    def successor(self) -> A:
+        """The successor agent, ready to act; only a completed transfer has one."""
+        if self._successor is None:
+            state = self.state.value if self.state else "unknown"
+            raise TransferNotCompletedError(
+                grpc.StatusCode.FAILED_PRECONDITION, "",
+                f"transfer {self.transfer_id} is {state}: only a completed transfer has a successor"
+                + (f" ({self.failure})" if self.failure else ""),
+                {"transfer_id": self.transfer_id, "state": state},
+            )
+        return self._successor
+
+    def bind(self, agent: Callable[[Instance], B]) -> Transfer[B]:
+        """The same transfer with its successor made an agent by `agent` (when it has completed)."""
+        done = self.state == TransferState.COMPLETED and bool(self.successor_agent_id)
+        successor = agent(self.successor_instance) if done else None
+        return cast("Transfer[B]", replace(cast("Transfer[Any]", self), _successor=successor))

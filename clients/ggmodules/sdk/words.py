@@ -13,6 +13,7 @@ from typing import Any, Self, TypeVar
 
 from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.registry.v1 import registry_pb2
+from ggmodules.transfer.v1 import transfer_pb2
 
 W = TypeVar("W", bound="type[Word]")
 # Word class -> (generated enum wrapper, prefix of its value names)
@@ -114,3 +115,28 @@ class RunStatus(Word):
     RUNNING = "running"
     FINISHED = "finished"
     INTERNAL_ERROR = "internal_error"
+
+
+@backed_by(common_pb2.Outcome, "OUTCOME_")
+class Outcome(Word):
+    """What a transfer did with one kind, as the successor gets it (R21)."""
+
+    CARRIED = "carried"
+    DROPPED = "dropped"
+    REINITIALIZED = "reinitialized"
+    FRESH = "fresh"
+
+
+@backed_by(transfer_pb2.TransferKind, "TRANSFER_KIND_")
+class TransferKind(Word):
+    """An FSM `transition` (carries the edge's kinds, R19) or an `exec` (what both profiles have, R20)."""
+
+    TRANSITION = "transition"
+    EXEC = "exec"
+
+
+@backed_by(transfer_pb2.TransferState, "TRANSFER_STATE_")
+class TransferState(Word):
+    PENDING = "pending"
+    COMPLETED = "completed"
+    FAILED = "failed"

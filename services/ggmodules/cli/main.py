@@ -2,7 +2,10 @@
 
 ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this process
 ggmodules registry    [--port N] [--modulestore-address A]  ...
+ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A] ...
+ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
 ggmodules up                                                 every service, each its own process
+ggmodules console RUN_ID [--once] [--telemetry-address A]   the Instances, Modules and Agents views of a run
 """
 
 from __future__ import annotations
@@ -22,6 +25,8 @@ from ggmodules.runtime.server import serve_forever
 SERVICES = {
     "modulestore": "ggmodules.server.modulestore.app",
     "registry": "ggmodules.server.registry.app",
+    "transfer": "ggmodules.server.transfer.app",
+    "telemetry": "ggmodules.server.telemetry.app",
 }
 
 
@@ -41,6 +46,10 @@ def main(argv: Sequence[str] | None = None) -> None:
     command, rest = args[0], args[1:]
     if command in SERVICES:
         run_service(command, rest)
+    elif command == "console":
+        from ggmodules.cli.console import main as console
+
+        sys.exit(console(rest))
     elif command == "up":
         from ggmodules.cli.up import up
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from ggmodules.runtime.config import DEFAULT_PORTS
 
 # In start order: a service may call the ones before it.
-ORDER = ("modulestore", "registry")
+ORDER = ("modulestore", "registry", "transfer", "telemetry")
 
 
 @dataclass

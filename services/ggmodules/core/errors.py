@@ -24,6 +24,7 @@ class Code(enum.Enum):
     OUT_OF_RANGE = "OUT_OF_RANGE"
     ABORTED = "ABORTED"
     UNAVAILABLE = "UNAVAILABLE"
+    INTERNAL = "INTERNAL"
 
 
 class Reason(enum.Enum):
@@ -51,6 +52,12 @@ class Reason(enum.Enum):
     UNKNOWN_TOOL = "UNKNOWN_TOOL"
     INVALID_PAGE_TOKEN = "INVALID_PAGE_TOKEN"
     UNAVAILABLE = "UNAVAILABLE"
+    HANDED_ON = "HANDED_ON"
+    NO_SUCH_EDGE = "NO_SUCH_EDGE"
+    RUN_INTERNAL_ERROR = "RUN_INTERNAL_ERROR"
+    NOT_IN_FSM = "NOT_IN_FSM"
+    KIND_NOT_HELD = "KIND_NOT_HELD"
+    CURSOR_EXPIRED = "CURSOR_EXPIRED"
 
 
 class DomainError(Exception):
@@ -110,6 +117,21 @@ class Unavailable(DomainError):
 
     code = Code.UNAVAILABLE
     default_reason = Reason.UNAVAILABLE
+
+
+class OutOfRange(DomainError):
+    """A position past what the service still holds, e.g. a stream cursor older than its retention."""
+
+    code = Code.OUT_OF_RANGE
+    default_reason = Reason.CURSOR_EXPIRED
+
+
+class SuiteDefect(DomainError):
+    """The suite met its own defect (R26): the run has ended under internal_error. The one refusal that
+    reaches a client as INTERNAL."""
+
+    code = Code.INTERNAL
+    default_reason = Reason.RUN_INTERNAL_ERROR
 
 
 class UnknownKind(InvalidArgument):

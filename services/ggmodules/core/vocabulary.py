@@ -39,3 +39,13 @@ class BindAction(enum.IntEnum):
     SHARE = 3
     FORK = 4
     NAMED = 5
+
+
+class Outcome(enum.IntEnum):
+    """What a transfer did with one kind (R21), `common.v1.Outcome`."""
+
+    UNSPECIFIED = 0
+    CARRIED = 1
+    DROPPED = 2
+    REINITIALIZED = 3
+    FRESH = 4

@@ -11,6 +11,8 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | GRACE_SECONDS | --grace-seconds | 5 |
 | MODULESTORE_ADDRESS | --modulestore-address | 127.0.0.1:50052 (services that call ModuleStore) |
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
+| TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
+| TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ class ServiceConfig:
     grace_seconds: float = 5.0
     modulestore_address: str = f"127.0.0.1:{DEFAULT_PORTS['modulestore']}"
     registry_address: str = f"127.0.0.1:{DEFAULT_PORTS['registry']}"
+    transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
+    # Test-only (Transfer): SIGKILL the process right after journaling this step.
+    transfer_crash_after_step: int | None = None
 
     @classmethod
     def load(
@@ -48,6 +53,7 @@ class ServiceConfig:
             "grace-seconds",
             "modulestore-address",
             "registry-address",
+            "transfer-address",
         ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
@@ -67,4 +73,10 @@ class ServiceConfig:
             grace_seconds=float(pick("GRACE_SECONDS", "5")),
             modulestore_address=pick("MODULESTORE_ADDRESS", cls.modulestore_address),
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
+            transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
+            transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
         )
+
+
+def _step(value: str) -> int | None:
+    return int(value) if value.strip() else None

@@ -26,6 +26,7 @@ _GRPC_CODES: dict[Code, int] = {
     Code.OUT_OF_RANGE: code_pb2.OUT_OF_RANGE,
     Code.ABORTED: code_pb2.ABORTED,
     Code.UNAVAILABLE: code_pb2.UNAVAILABLE,
+    Code.INTERNAL: code_pb2.INTERNAL,
 }
 
 

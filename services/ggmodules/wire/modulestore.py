@@ -14,6 +14,7 @@ from ggmodules.core.modules import contents as c
 from ggmodules.core.modules import ops
 from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow
 from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.handover import HandoverKind, HandoverPlan, KindResult, Receive
 from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.catalog import ToolDefinition
 from ggmodules.core.modules.tools.dispatch import Result
@@ -23,6 +24,7 @@ from ggmodules.core.modules.values import (
     MemoryScope,
     MemoryStrategy,
     Origin,
+    Outcome,
     TaskStatus,
 )
 from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
@@ -76,6 +78,38 @@ def plan_from(req: svc.BindInstanceRequest) -> BindPlan:
             )
         )
     return BindPlan(req.run_id, req.agent_id, req.profile, req.parent_agent_id, req.cause, tuple(bindings))
+
+
+def handover_from(req: svc.HandoverRequest) -> HandoverPlan:
+    kinds = []
+    for i, k in enumerate(req.kinds):
+        field = f"kinds[{i}]"
+        kind = kind_from_value(k.kind, field=f"{field}.kind")
+        outcome = _enum(Outcome, k.outcome, f"{field}.outcome")
+        receive = None
+        if k.HasField("binding") and outcome != Outcome.DROPPED:
+            p, bf = k.binding, f"{field}.binding"
+            receive = Receive(
+                action=_enum(BindAction, p.action, f"{bf}.action") if p.action else None,
+                named_key=p.named_key,
+                origin=_enum(Origin, p.origin, f"{bf}.origin") if p.origin else None,
+                may_write=p.may_write,
+                caps=caps_from(p.caps),
+                strategy=_enum(MemoryStrategy, p.strategy, f"{bf}.strategy"),
+                scope=_enum(MemoryScope, p.scope, f"{bf}.scope"),
+                skills_directory=p.skills_directory,
+                source_store_id=p.source_store_id,
+            )
+        kinds.append(HandoverKind(kind, outcome, receive, k.note))
+    return HandoverPlan(
+        req.run_id,
+        req.predecessor_agent_id,
+        req.successor_agent_id,
+        req.profile,
+        req.cause,
+        tuple(kinds),
+        req.opening_note,
+    )
 
 
 def _inputs(messages: Iterable[ms.MessageInput]) -> tuple[c.MessageInput, ...]:
@@ -276,6 +310,22 @@ def store_pb(s: StoreInfo) -> ms.Store:
 
 def bind_response(rows: list[RosterRow]) -> svc.BindInstanceResponse:
     return svc.BindInstanceResponse(roster=[roster_row_pb(r) for r in rows])
+
+
+def kind_outcome_pb(r: KindResult) -> common_pb2.KindOutcome:
+    return common_pb2.KindOutcome(
+        kind=kind_pb(r.kind),
+        outcome=common_pb2.Outcome.ValueType(r.outcome),
+        store_id_before=r.store_id_before,
+        store_id_after=r.store_id_after,
+        note=r.note,
+    )
+
+
+def handover_response(rows: list[RosterRow], results: list[KindResult]) -> svc.HandoverResponse:
+    return svc.HandoverResponse(
+        roster=[roster_row_pb(r) for r in rows], outcomes=[kind_outcome_pb(r) for r in results]
+    )
 
 
 def write_response(r: WriteResult) -> svc.WriteResponse:

@@ -132,16 +132,24 @@ def fsm_to_proto(fsm: Fsm) -> registry_pb2.FsmDefinition:
     )
 
 
+TRANSFER_CAUSES = ("transition", "exec")
+
+
 def instance_to_proto(inst: InstanceRecord) -> registry_pb2.Instance:
+    # The record keeps the agent an instance came from in one column; the contract names it by how it came.
+    succeeded = inst.cause in TRANSFER_CAUSES
     return registry_pb2.Instance(
         run_id=inst.run_id,
         agent_id=inst.agent_id,
         profile=inst.profile,
-        parent_agent_id=inst.parent_agent_id,
+        parent_agent_id="" if succeeded else inst.parent_agent_id,
+        predecessor_agent_id=inst.parent_agent_id if succeeded else "",
         cause=inst.cause,
         roster=roster_to_proto(inst.roster),
         create_time=timestamp(inst.created_us),
         fsm_state=inst.fsm_state,
+        successor_agent_id=inst.successor_agent_id,
+        opening_note=inst.opening_note,
     )
 
 

@@ -204,6 +204,22 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A page token that this service did not hand out."""
     ERROR_REASON_UNAVAILABLE: _ErrorReason.ValueType  # 24
     """A service this call depends on cannot be reached; the call may be retried with its request id."""
+    ERROR_REASON_HANDED_ON: _ErrorReason.ValueType  # 25
+    """The agent already handed its modules on to a successor; act as the successor instead."""
+    ERROR_REASON_NO_SUCH_EDGE: _ErrorReason.ValueType  # 26
+    """The FSM has no edge between the two states named."""
+    ERROR_REASON_RUN_INTERNAL_ERROR: _ErrorReason.ValueType  # 27
+    """A transfer met a kind its predecessor does not hold: the suite's own defect (R26). The run has ended
+    with status internal_error; nothing of the transfer was applied.
+    """
+    ERROR_REASON_NOT_IN_FSM: _ErrorReason.ValueType  # 28
+    """The agent is not in an FSM state, so it cannot take an FSM transition."""
+    ERROR_REASON_KIND_NOT_HELD: _ErrorReason.ValueType  # 29
+    """The agent does not hold a module of that kind."""
+    ERROR_REASON_CURSOR_EXPIRED: _ErrorReason.ValueType  # 30
+    """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
+    one still available (resume after `oldest_cursor - 1`, or from 0).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -255,6 +271,22 @@ ERROR_REASON_INVALID_PAGE_TOKEN: ErrorReason.ValueType  # 23
 """A page token that this service did not hand out."""
 ERROR_REASON_UNAVAILABLE: ErrorReason.ValueType  # 24
 """A service this call depends on cannot be reached; the call may be retried with its request id."""
+ERROR_REASON_HANDED_ON: ErrorReason.ValueType  # 25
+"""The agent already handed its modules on to a successor; act as the successor instead."""
+ERROR_REASON_NO_SUCH_EDGE: ErrorReason.ValueType  # 26
+"""The FSM has no edge between the two states named."""
+ERROR_REASON_RUN_INTERNAL_ERROR: ErrorReason.ValueType  # 27
+"""A transfer met a kind its predecessor does not hold: the suite's own defect (R26). The run has ended
+with status internal_error; nothing of the transfer was applied.
+"""
+ERROR_REASON_NOT_IN_FSM: ErrorReason.ValueType  # 28
+"""The agent is not in an FSM state, so it cannot take an FSM transition."""
+ERROR_REASON_KIND_NOT_HELD: ErrorReason.ValueType  # 29
+"""The agent does not hold a module of that kind."""
+ERROR_REASON_CURSOR_EXPIRED: ErrorReason.ValueType  # 30
+"""A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
+one still available (resume after `oldest_cursor - 1`, or from 0).
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final
@@ -390,3 +422,39 @@ class RosterRow(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RosterRow: _TypeAlias = RosterRow  # noqa: Y015
+
+@_typing.final
+class KindOutcome(_message.Message):
+    """What a transfer did with one kind (R21), and the store before and after."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    STORE_ID_BEFORE_FIELD_NUMBER: _builtins.int
+    STORE_ID_AFTER_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    kind: Global___Kind.ValueType
+    outcome: Global___Outcome.ValueType
+    store_id_before: _builtins.str
+    """The predecessor's store; empty when it held none."""
+    store_id_after: _builtins.str
+    """The successor's store; empty when the kind was dropped."""
+    note: _builtins.str
+    """A sentence for the successor's opening note, when there is something to say (reinitialized: why)."""
+    def __init__(
+        self,
+        *,
+        kind: Global___Kind.ValueType = ...,
+        outcome: Global___Outcome.ValueType = ...,
+        store_id_before: _builtins.str = ...,
+        store_id_after: _builtins.str = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "note", b"note", "outcome", b"outcome", "store_id_after", b"store_id_after", "store_id_before", b"store_id_before"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___KindOutcome: _TypeAlias = KindOutcome  # noqa: Y015

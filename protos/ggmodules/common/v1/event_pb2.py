@@ -27,7 +27,7 @@ from ggmodules.common.v1 import module_pb2 as ggmodules_dot_common_dot_v1_dot_mo
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fggmodules/common/v1/event.proto\x12\x13ggmodules.common.v1\x1a ggmodules/common/v1/common.proto\x1a ggmodules/common/v1/module.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xb2\x04\n\x05\x45vent\x12\x0e\n\x06origin\x18\x01 \x01(\t\x12\x12\n\norigin_seq\x18\x02 \x01(\x03\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x12\n\nstream_seq\x18\x05 \x01(\x03\x12(\n\x04time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x04kind\x18\x07 \x01(\x0e\x32\x19.ggmodules.common.v1.Kind\x12\x10\n\x08store_id\x18\x08 \x01(\t\x12\x30\n\x05write\x18\n \x01(\x0b\x32\x1f.ggmodules.common.v1.WriteEventH\x00\x12\x36\n\x08snapshot\x18\x0b \x01(\x0b\x32\".ggmodules.common.v1.SnapshotEventH\x00\x12\x32\n\x06roster\x18\x0c \x01(\x0b\x32 .ggmodules.common.v1.RosterEventH\x00\x12.\n\x04\x62ind\x18\r \x01(\x0b\x32\x1e.ggmodules.common.v1.BindEventH\x00\x12\x30\n\x05\x64rain\x18\x0e \x01(\x0b\x32\x1f.ggmodules.common.v1.DrainEventH\x00\x12\x34\n\x07restate\x18\x0f \x01(\x0b\x32!.ggmodules.common.v1.RestateEventH\x00\x12,\n\x03run\x18\x10 \x01(\x0b\x32\x1d.ggmodules.common.v1.RunEventH\x00\x42\x06\n\x04\x62ody\"\x81\x01\n\nWriteEvent\x12\n\n\x02op\x18\x01 \x01(\t\x12\x33\n\x07\x66igures\x18\x02 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x32\n\x05\x64\x65lta\x18\x03 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\"\x8f\x01\n\rSnapshotEvent\x12\x33\n\x07\x66igures\x18\x01 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x35\n\x08\x63ontents\x18\x02 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\x12\x12\n\nwritten_by\x18\x03 \x01(\t\"\x92\x01\n\x0bRosterEvent\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x17\n\x0fparent_agent_id\x18\x02 \x01(\t\x12\x1c\n\x14predecessor_agent_id\x18\x03 \x01(\t\x12\r\n\x05\x63\x61use\x18\x04 \x01(\t\x12,\n\x04rows\x18\x05 \x03(\x0b\x32\x1e.ggmodules.common.v1.RosterRow\"\xc2\x01\n\tBindEvent\x12+\n\x06origin\x18\x01 \x01(\x0e\x32\x1b.ggmodules.common.v1.Origin\x12\x17\n\x0fsource_store_id\x18\x02 \x01(\t\x12\x11\n\tmay_write\x18\x03 \x01(\x08\x12\'\n\x04\x63\x61ps\x18\x04 \x01(\x0b\x32\x19.ggmodules.common.v1.Caps\x12\x33\n\x07\x66igures\x18\x05 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\"]\n\nDrainEvent\x12\x33\n\x07\x66igures\x18\x01 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x1a\n\x12successor_agent_id\x18\x02 \x01(\t\"\xc7\x01\n\x0cRestateEvent\x12-\n\x07outcome\x18\x01 \x01(\x0e\x32\x1c.ggmodules.common.v1.Outcome\x12\x33\n\x07\x66igures\x18\x02 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x35\n\x08\x63ontents\x18\x03 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\x12\x1c\n\x14predecessor_agent_id\x18\x04 \x01(\t\"*\n\x08RunEvent\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\tb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1fggmodules/common/v1/event.proto\x12\x13ggmodules.common.v1\x1a ggmodules/common/v1/common.proto\x1a ggmodules/common/v1/module.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xe2\x04\n\x05\x45vent\x12\x0e\n\x06origin\x18\x01 \x01(\t\x12\x12\n\norigin_seq\x18\x02 \x01(\x03\x12\x0e\n\x06run_id\x18\x03 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x04 \x01(\t\x12\x12\n\nstream_seq\x18\x05 \x01(\x03\x12(\n\x04time\x18\x06 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\'\n\x04kind\x18\x07 \x01(\x0e\x32\x19.ggmodules.common.v1.Kind\x12\x10\n\x08store_id\x18\x08 \x01(\t\x12\x30\n\x05write\x18\n \x01(\x0b\x32\x1f.ggmodules.common.v1.WriteEventH\x00\x12\x36\n\x08snapshot\x18\x0b \x01(\x0b\x32\".ggmodules.common.v1.SnapshotEventH\x00\x12\x32\n\x06roster\x18\x0c \x01(\x0b\x32 .ggmodules.common.v1.RosterEventH\x00\x12.\n\x04\x62ind\x18\r \x01(\x0b\x32\x1e.ggmodules.common.v1.BindEventH\x00\x12\x30\n\x05\x64rain\x18\x0e \x01(\x0b\x32\x1f.ggmodules.common.v1.DrainEventH\x00\x12\x34\n\x07restate\x18\x0f \x01(\x0b\x32!.ggmodules.common.v1.RestateEventH\x00\x12,\n\x03run\x18\x10 \x01(\x0b\x32\x1d.ggmodules.common.v1.RunEventH\x00\x12.\n\x04turn\x18\x11 \x01(\x0b\x32\x1e.ggmodules.common.v1.TurnEventH\x00\x42\x06\n\x04\x62ody\"\x81\x01\n\nWriteEvent\x12\n\n\x02op\x18\x01 \x01(\t\x12\x33\n\x07\x66igures\x18\x02 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x32\n\x05\x64\x65lta\x18\x03 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\"\x8f\x01\n\rSnapshotEvent\x12\x33\n\x07\x66igures\x18\x01 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x35\n\x08\x63ontents\x18\x02 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\x12\x12\n\nwritten_by\x18\x03 \x01(\t\"\xa8\x01\n\x0bRosterEvent\x12\x0f\n\x07profile\x18\x01 \x01(\t\x12\x17\n\x0fparent_agent_id\x18\x02 \x01(\t\x12\x1c\n\x14predecessor_agent_id\x18\x03 \x01(\t\x12\r\n\x05\x63\x61use\x18\x04 \x01(\t\x12,\n\x04rows\x18\x05 \x03(\x0b\x32\x1e.ggmodules.common.v1.RosterRow\x12\x14\n\x0copening_note\x18\x06 \x01(\t\"\xc2\x01\n\tBindEvent\x12+\n\x06origin\x18\x01 \x01(\x0e\x32\x1b.ggmodules.common.v1.Origin\x12\x17\n\x0fsource_store_id\x18\x02 \x01(\t\x12\x11\n\tmay_write\x18\x03 \x01(\x08\x12\'\n\x04\x63\x61ps\x18\x04 \x01(\x0b\x32\x19.ggmodules.common.v1.Caps\x12\x33\n\x07\x66igures\x18\x05 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\"]\n\nDrainEvent\x12\x33\n\x07\x66igures\x18\x01 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x1a\n\x12successor_agent_id\x18\x02 \x01(\t\"\xc7\x01\n\x0cRestateEvent\x12-\n\x07outcome\x18\x01 \x01(\x0e\x32\x1c.ggmodules.common.v1.Outcome\x12\x33\n\x07\x66igures\x18\x02 \x01(\x0b\x32\".ggmodules.common.v1.ModuleFigures\x12\x35\n\x08\x63ontents\x18\x03 \x01(\x0b\x32#.ggmodules.common.v1.ModuleContents\x12\x1c\n\x14predecessor_agent_id\x18\x04 \x01(\t\"*\n\x08RunEvent\x12\x0e\n\x06status\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\"K\n\tTurnEvent\x12\x0c\n\x04turn\x18\x01 \x01(\x03\x12\x30\n\x07modules\x18\x02 \x03(\x0b\x32\x1f.ggmodules.common.v1.TurnModule\"W\n\nTurnModule\x12\'\n\x04kind\x18\x01 \x01(\x0e\x32\x19.ggmodules.common.v1.Kind\x12\x10\n\x08store_id\x18\x02 \x01(\t\x12\x0e\n\x06tokens\x18\x03 \x01(\x03\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,19 +35,23 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ggmodules.common.v1.event_p
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_EVENT']._serialized_start=158
-  _globals['_EVENT']._serialized_end=720
-  _globals['_WRITEEVENT']._serialized_start=723
-  _globals['_WRITEEVENT']._serialized_end=852
-  _globals['_SNAPSHOTEVENT']._serialized_start=855
-  _globals['_SNAPSHOTEVENT']._serialized_end=998
-  _globals['_ROSTEREVENT']._serialized_start=1001
-  _globals['_ROSTEREVENT']._serialized_end=1147
-  _globals['_BINDEVENT']._serialized_start=1150
-  _globals['_BINDEVENT']._serialized_end=1344
-  _globals['_DRAINEVENT']._serialized_start=1346
-  _globals['_DRAINEVENT']._serialized_end=1439
-  _globals['_RESTATEEVENT']._serialized_start=1442
-  _globals['_RESTATEEVENT']._serialized_end=1641
-  _globals['_RUNEVENT']._serialized_start=1643
-  _globals['_RUNEVENT']._serialized_end=1685
+  _globals['_EVENT']._serialized_end=768
+  _globals['_WRITEEVENT']._serialized_start=771
+  _globals['_WRITEEVENT']._serialized_end=900
+  _globals['_SNAPSHOTEVENT']._serialized_start=903
+  _globals['_SNAPSHOTEVENT']._serialized_end=1046
+  _globals['_ROSTEREVENT']._serialized_start=1049
+  _globals['_ROSTEREVENT']._serialized_end=1217
+  _globals['_BINDEVENT']._serialized_start=1220
+  _globals['_BINDEVENT']._serialized_end=1414
+  _globals['_DRAINEVENT']._serialized_start=1416
+  _globals['_DRAINEVENT']._serialized_end=1509
+  _globals['_RESTATEEVENT']._serialized_start=1512
+  _globals['_RESTATEEVENT']._serialized_end=1711
+  _globals['_RUNEVENT']._serialized_start=1713
+  _globals['_RUNEVENT']._serialized_end=1755
+  _globals['_TURNEVENT']._serialized_start=1757
+  _globals['_TURNEVENT']._serialized_end=1832
+  _globals['_TURNMODULE']._serialized_start=1834
+  _globals['_TURNMODULE']._serialized_end=1921
 # @@protoc_insertion_point(module_scope)

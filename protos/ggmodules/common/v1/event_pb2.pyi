@@ -44,6 +44,7 @@ class Event(_message.Message):
     DRAIN_FIELD_NUMBER: _builtins.int
     RESTATE_FIELD_NUMBER: _builtins.int
     RUN_FIELD_NUMBER: _builtins.int
+    TURN_FIELD_NUMBER: _builtins.int
     origin: _builtins.str
     """The service that produced the event: "modulestore" or "registry"."""
     origin_seq: _builtins.int
@@ -72,6 +73,8 @@ class Event(_message.Message):
     def restate(self) -> Global___RestateEvent: ...
     @_builtins.property
     def run(self) -> Global___RunEvent: ...
+    @_builtins.property
+    def turn(self) -> Global___TurnEvent: ...
     def __init__(
         self,
         *,
@@ -90,12 +93,13 @@ class Event(_message.Message):
         drain: Global___DrainEvent | None = ...,
         restate: Global___RestateEvent | None = ...,
         run: Global___RunEvent | None = ...,
+        turn: Global___TurnEvent | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["bind", b"bind", "body", b"body", "drain", b"drain", "restate", b"restate", "roster", b"roster", "run", b"run", "snapshot", b"snapshot", "time", b"time", "write", b"write"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["bind", b"bind", "body", b"body", "drain", b"drain", "restate", b"restate", "roster", b"roster", "run", b"run", "snapshot", b"snapshot", "time", b"time", "turn", b"turn", "write", b"write"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "bind", b"bind", "body", b"body", "drain", b"drain", "kind", b"kind", "origin", b"origin", "origin_seq", b"origin_seq", "restate", b"restate", "roster", b"roster", "run", b"run", "run_id", b"run_id", "snapshot", b"snapshot", "store_id", b"store_id", "stream_seq", b"stream_seq", "time", b"time", "write", b"write"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "bind", b"bind", "body", b"body", "drain", b"drain", "kind", b"kind", "origin", b"origin", "origin_seq", b"origin_seq", "restate", b"restate", "roster", b"roster", "run", b"run", "run_id", b"run_id", "snapshot", b"snapshot", "store_id", b"store_id", "stream_seq", b"stream_seq", "time", b"time", "turn", b"turn", "write", b"write"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["write", "snapshot", "roster", "bind", "drain", "restate", "run"]  # noqa: Y015
+    _WhichOneofReturnType_body: _TypeAlias = _typing.Literal["write", "snapshot", "roster", "bind", "drain", "restate", "run", "turn"]  # noqa: Y015
     _WhichOneofArgType_body: _TypeAlias = _typing.Literal["body", b"body"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType_body) -> _WhichOneofReturnType_body | None: ...
 
@@ -178,6 +182,7 @@ class RosterEvent(_message.Message):
     PREDECESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
     CAUSE_FIELD_NUMBER: _builtins.int
     ROWS_FIELD_NUMBER: _builtins.int
+    OPENING_NOTE_FIELD_NUMBER: _builtins.int
     profile: _builtins.str
     parent_agent_id: _builtins.str
     """Set for a subagent or a fork: the agent it came from."""
@@ -185,6 +190,8 @@ class RosterEvent(_message.Message):
     """Set for a transfer successor."""
     cause: _builtins.str
     """"open", "spawn", "fork", "transition", "exec"."""
+    opening_note: _builtins.str
+    """A successor's opening note: what arrived and why anything was re-initialized."""
     @_builtins.property
     def rows(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
     def __init__(
@@ -195,10 +202,11 @@ class RosterEvent(_message.Message):
         predecessor_agent_id: _builtins.str = ...,
         cause: _builtins.str = ...,
         rows: _abc.Iterable[_common_pb2.RosterRow] | None = ...,
+        opening_note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "rows", b"rows"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "rows", b"rows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -320,3 +328,59 @@ class RunEvent(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___RunEvent: _TypeAlias = RunEvent  # noqa: Y015
+
+@_typing.final
+class TurnEvent(_message.Message):
+    """A runtime's per-turn context breakdown for its window (R43), reported through Telemetry's ReportTurn and
+    carried on the reporting agent's stream (origin "telemetry").
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    TURN_FIELD_NUMBER: _builtins.int
+    MODULES_FIELD_NUMBER: _builtins.int
+    turn: _builtins.int
+    @_builtins.property
+    def modules(self) -> _containers.RepeatedCompositeFieldContainer[Global___TurnModule]:
+        """Tokens per module in the window on this turn; a module not listed is unmeasured."""
+
+    def __init__(
+        self,
+        *,
+        turn: _builtins.int = ...,
+        modules: _abc.Iterable[Global___TurnModule] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["modules", b"modules", "turn", b"turn"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnEvent: _TypeAlias = TurnEvent  # noqa: Y015
+
+@_typing.final
+class TurnModule(_message.Message):
+    """Tokens one module took in the window on one turn."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    STORE_ID_FIELD_NUMBER: _builtins.int
+    TOKENS_FIELD_NUMBER: _builtins.int
+    kind: _common_pb2.Kind.ValueType
+    store_id: _builtins.str
+    tokens: _builtins.int
+    def __init__(
+        self,
+        *,
+        kind: _common_pb2.Kind.ValueType = ...,
+        store_id: _builtins.str = ...,
+        tokens: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["kind", b"kind", "store_id", b"store_id", "tokens", b"tokens"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___TurnModule: _TypeAlias = TurnModule  # noqa: Y015

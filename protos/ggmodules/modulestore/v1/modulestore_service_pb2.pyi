@@ -881,6 +881,118 @@ class SearchArchiveResponse(_message.Message):
 Global___SearchArchiveResponse: _TypeAlias = SearchArchiveResponse  # noqa: Y015
 
 @_typing.final
+class HandoverKind(_message.Message):
+    """One kind's part of a handover."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    KIND_FIELD_NUMBER: _builtins.int
+    OUTCOME_FIELD_NUMBER: _builtins.int
+    BINDING_FIELD_NUMBER: _builtins.int
+    NOTE_FIELD_NUMBER: _builtins.int
+    kind: _common_pb2.Kind.ValueType
+    outcome: _common_pb2.Outcome.ValueType
+    """CARRIED, DROPPED, REINITIALIZED or FRESH."""
+    note: _builtins.str
+    """The sentence the opening note carries for this kind, if any."""
+    @_builtins.property
+    def binding(self) -> _modulestore_pb2.Binding:
+        """How the successor holds the kind (not for DROPPED): may_write, caps, strategy, scope, skills_directory,
+        origin. For CARRIED, action UNSPECIFIED carries the predecessor's store; action NAMED re-points a shared
+        binding to the named store instead (the successor profile's own agent-scoped memories, R35). For
+        REINITIALIZED and FRESH, action CREATE or NAMED says where the new binding comes from.
+        """
+
+    def __init__(
+        self,
+        *,
+        kind: _common_pb2.Kind.ValueType = ...,
+        outcome: _common_pb2.Outcome.ValueType = ...,
+        binding: _modulestore_pb2.Binding | None = ...,
+        note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["binding", b"binding", "kind", b"kind", "note", b"note", "outcome", b"outcome"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandoverKind: _TypeAlias = HandoverKind  # noqa: Y015
+
+@_typing.final
+class HandoverRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    PREDECESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    PROFILE_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    KINDS_FIELD_NUMBER: _builtins.int
+    OPENING_NOTE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    run_id: _builtins.str
+    predecessor_agent_id: _builtins.str
+    successor_agent_id: _builtins.str
+    profile: _builtins.str
+    cause: _builtins.str
+    """"transition" or "exec"."""
+    opening_note: _builtins.str
+    """The successor's whole opening note, as the roster event states it."""
+    @_builtins.property
+    def kinds(self) -> _containers.RepeatedCompositeFieldContainer[Global___HandoverKind]:
+        """One entry per kind either side holds."""
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        predecessor_agent_id: _builtins.str = ...,
+        successor_agent_id: _builtins.str = ...,
+        profile: _builtins.str = ...,
+        cause: _builtins.str = ...,
+        kinds: _abc.Iterable[Global___HandoverKind] | None = ...,
+        opening_note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "kinds", b"kinds", "opening_note", b"opening_note", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "request_id", b"request_id", "run_id", b"run_id", "successor_agent_id", b"successor_agent_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandoverRequest: _TypeAlias = HandoverRequest  # noqa: Y015
+
+@_typing.final
+class HandoverResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    ROSTER_FIELD_NUMBER: _builtins.int
+    OUTCOMES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
+        """The successor's roster, one row per kind in kind order."""
+
+    @_builtins.property
+    def outcomes(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.KindOutcome]:
+        """One per kind either side holds, in kind order."""
+
+    def __init__(
+        self,
+        *,
+        roster: _abc.Iterable[_common_pb2.RosterRow] | None = ...,
+        outcomes: _abc.Iterable[_common_pb2.KindOutcome] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["outcomes", b"outcomes", "roster", b"roster"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___HandoverResponse: _TypeAlias = HandoverResponse  # noqa: Y015
+
+@_typing.final
 class ReadOutboxRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 

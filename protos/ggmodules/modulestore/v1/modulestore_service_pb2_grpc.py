@@ -81,6 +81,11 @@ class ModuleStoreServiceStub:
                 request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.SerializeToString,
                 response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.FromString,
                 _registered_method=True)
+        self.Handover = channel.unary_unary(
+                '/ggmodules.modulestore.v1.ModuleStoreService/Handover',
+                request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.SerializeToString,
+                response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.FromString,
+                _registered_method=True)
 
 
 class ModuleStoreServiceServicer:
@@ -152,6 +157,15 @@ class ModuleStoreServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Handover(self, request, context):
+        """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
+        what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
+        and re-states each module it holds. Called by Transfer.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ModuleStoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -199,6 +213,11 @@ def add_ModuleStoreServiceServicer_to_server(servicer, server):
                     servicer.ReadOutbox,
                     request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.FromString,
                     response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.SerializeToString,
+            ),
+            'Handover': grpc.unary_unary_rpc_method_handler(
+                    servicer.Handover,
+                    request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.FromString,
+                    response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -446,6 +465,33 @@ class ModuleStoreService:
             '/ggmodules.modulestore.v1.ModuleStoreService/ReadOutbox',
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.SerializeToString,
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Handover(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ggmodules.modulestore.v1.ModuleStoreService/Handover',
+            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.SerializeToString,
+            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.FromString,
             options,
             channel_credentials,
             insecure,

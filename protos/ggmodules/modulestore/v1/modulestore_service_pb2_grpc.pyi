@@ -55,6 +55,11 @@ class ModuleStoreServiceStub:
     """Finds archived threads by text."""
     ReadOutbox: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]
     """Events appended to this service's outbox after a given origin sequence."""
+    Handover: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]
+    """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
+    what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
+    and re-states each module it holds. Called by Transfer.
+    """
 
 @_typing.type_check_only
 class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
@@ -83,6 +88,11 @@ class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
     """Finds archived threads by text."""
     ReadOutbox: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]  # type: ignore[assignment]
     """Events appended to this service's outbox after a given origin sequence."""
+    Handover: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]  # type: ignore[assignment]
+    """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
+    what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
+    and re-states each module it holds. Called by Transfer.
+    """
 
 class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
     """Holds the backing stores of the six kinds, their holders, contents and caps; forks and shares them;
@@ -162,5 +172,16 @@ class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_modulestore_service_pb2.ReadOutboxResponse, _abc.Awaitable[_modulestore_service_pb2.ReadOutboxResponse]]:
         """Events appended to this service's outbox after a given origin sequence."""
+
+    @_abc_1.abstractmethod
+    def Handover(
+        self,
+        request: _modulestore_service_pb2.HandoverRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_modulestore_service_pb2.HandoverResponse, _abc.Awaitable[_modulestore_service_pb2.HandoverResponse]]:
+        """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
+        what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
+        and re-states each module it holds. Called by Transfer.
+        """
 
 def add_ModuleStoreServiceServicer_to_server(servicer: ModuleStoreServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

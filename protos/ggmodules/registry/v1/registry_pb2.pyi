@@ -268,6 +268,8 @@ class Instance(_message.Message):
     ROSTER_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     FSM_STATE_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    OPENING_NOTE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     agent_id: _builtins.str
     profile: _builtins.str
@@ -278,7 +280,11 @@ class Instance(_message.Message):
     cause: _builtins.str
     """"open", "spawn", "fork", "transition", "exec"."""
     fsm_state: _builtins.str
-    """FSM state the instance runs, when the run has an FSM."""
+    """FSM state the instance runs, when the run has an FSM. An exec successor keeps its predecessor's state."""
+    successor_agent_id: _builtins.str
+    """The transfer successor this instance handed its modules on to, once it has."""
+    opening_note: _builtins.str
+    """A transfer successor's opening note."""
     @_builtins.property
     def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
     @_builtins.property
@@ -295,10 +301,12 @@ class Instance(_message.Message):
         roster: _abc.Iterable[_common_pb2.RosterRow] | None = ...,
         create_time: _timestamp_pb2.Timestamp | None = ...,
         fsm_state: _builtins.str = ...,
+        successor_agent_id: _builtins.str = ...,
+        opening_note: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "create_time", b"create_time", "fsm_state", b"fsm_state", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "roster", b"roster", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "create_time", b"create_time", "fsm_state", b"fsm_state", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "roster", b"roster", "run_id", b"run_id", "successor_agent_id", b"successor_agent_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

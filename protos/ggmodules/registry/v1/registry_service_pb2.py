@@ -22,52 +22,69 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from ggmodules.common.v1 import common_pb2 as ggmodules_dot_common_dot_v1_dot_common__pb2
 from ggmodules.registry.v1 import registry_pb2 as ggmodules_dot_registry_dot_v1_dot_registry__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,ggmodules/registry/v1/registry_service.proto\x12\x15ggmodules.registry.v1\x1a$ggmodules/registry/v1/registry.proto\"\xb0\x01\n\x10\x43reateRunRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x30\n\x08profiles\x18\x03 \x03(\x0b\x32\x1e.ggmodules.registry.v1.Profile\x12\x15\n\rboard_enabled\x18\x04 \x01(\x08\x12\x31\n\x03\x66sm\x18\x05 \x01(\x0b\x32$.ggmodules.registry.v1.FsmDefinition\"<\n\x11\x43reateRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"\x1f\n\rGetRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"9\n\x0eGetRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"8\n\x0fListRunsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"U\n\x10ListRunsResponse\x12(\n\x04runs\x18\x01 \x03(\x0b\x32\x1a.ggmodules.registry.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"6\n\x10\x46inishRunRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"<\n\x11\x46inishRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"]\n\x13OpenInstanceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\x11\n\tfsm_state\x18\x04 \x01(\t\"I\n\x14OpenInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"d\n\x14SpawnSubagentRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x17\n\x0fparent_agent_id\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\"J\n\x15SpawnSubagentResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"K\n\x13\x46orkInstanceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x14\x46orkInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"6\n\x12GetInstanceRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"H\n\x13GetInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"M\n\x14ListInstancesRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"d\n\x15ListInstancesResponse\x12\x32\n\tinstances\x18\x01 \x03(\x0b\x32\x1f.ggmodules.registry.v1.Instance\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t2\x95\x07\n\x0fRegistryService\x12^\n\tCreateRun\x12\'.ggmodules.registry.v1.CreateRunRequest\x1a(.ggmodules.registry.v1.CreateRunResponse\x12U\n\x06GetRun\x12$.ggmodules.registry.v1.GetRunRequest\x1a%.ggmodules.registry.v1.GetRunResponse\x12[\n\x08ListRuns\x12&.ggmodules.registry.v1.ListRunsRequest\x1a\'.ggmodules.registry.v1.ListRunsResponse\x12^\n\tFinishRun\x12\'.ggmodules.registry.v1.FinishRunRequest\x1a(.ggmodules.registry.v1.FinishRunResponse\x12g\n\x0cOpenInstance\x12*.ggmodules.registry.v1.OpenInstanceRequest\x1a+.ggmodules.registry.v1.OpenInstanceResponse\x12j\n\rSpawnSubagent\x12+.ggmodules.registry.v1.SpawnSubagentRequest\x1a,.ggmodules.registry.v1.SpawnSubagentResponse\x12g\n\x0c\x46orkInstance\x12*.ggmodules.registry.v1.ForkInstanceRequest\x1a+.ggmodules.registry.v1.ForkInstanceResponse\x12\x64\n\x0bGetInstance\x12).ggmodules.registry.v1.GetInstanceRequest\x1a*.ggmodules.registry.v1.GetInstanceResponse\x12j\n\rListInstances\x12+.ggmodules.registry.v1.ListInstancesRequest\x1a,.ggmodules.registry.v1.ListInstancesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,ggmodules/registry/v1/registry_service.proto\x12\x15ggmodules.registry.v1\x1a ggmodules/common/v1/common.proto\x1a$ggmodules/registry/v1/registry.proto\"\xb0\x01\n\x10\x43reateRunRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x30\n\x08profiles\x18\x03 \x03(\x0b\x32\x1e.ggmodules.registry.v1.Profile\x12\x15\n\rboard_enabled\x18\x04 \x01(\x08\x12\x31\n\x03\x66sm\x18\x05 \x01(\x0b\x32$.ggmodules.registry.v1.FsmDefinition\"<\n\x11\x43reateRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"\x1f\n\rGetRunRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\"9\n\x0eGetRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"8\n\x0fListRunsRequest\x12\x11\n\tpage_size\x18\x01 \x01(\x05\x12\x12\n\npage_token\x18\x02 \x01(\t\"U\n\x10ListRunsResponse\x12(\n\x04runs\x18\x01 \x03(\x0b\x32\x1a.ggmodules.registry.v1.Run\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"6\n\x10\x46inishRunRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\"<\n\x11\x46inishRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run\"]\n\x13OpenInstanceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0f\n\x07profile\x18\x03 \x01(\t\x12\x11\n\tfsm_state\x18\x04 \x01(\t\"I\n\x14OpenInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"d\n\x14SpawnSubagentRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x17\n\x0fparent_agent_id\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\"J\n\x15SpawnSubagentResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"K\n\x13\x46orkInstanceRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"I\n\x14\x46orkInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"6\n\x12GetInstanceRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x02 \x01(\t\"H\n\x13GetInstanceResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"M\n\x14ListInstancesRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x11\n\tpage_size\x18\x02 \x01(\x05\x12\x12\n\npage_token\x18\x03 \x01(\t\"d\n\x15ListInstancesResponse\x12\x32\n\tinstances\x18\x01 \x03(\x0b\x32\x1f.ggmodules.registry.v1.Instance\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"\x8e\x01\n\x17ReserveSuccessorRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x1c\n\x14predecessor_agent_id\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\r\n\x05\x63\x61use\x18\x05 \x01(\t\x12\x11\n\tfsm_state\x18\x06 \x01(\t\",\n\x18ReserveSuccessorResponse\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\"\x96\x01\n\x18\x43ompleteSuccessorRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12.\n\x06roster\x18\x04 \x03(\x0b\x32\x1e.ggmodules.common.v1.RosterRow\x12\x14\n\x0copening_note\x18\x05 \x01(\t\"N\n\x19\x43ompleteSuccessorResponse\x12\x31\n\x08instance\x18\x01 \x01(\x0b\x32\x1f.ggmodules.registry.v1.Instance\"O\n\x17ReleaseSuccessorRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\"\x1a\n\x18ReleaseSuccessorResponse\"D\n\x0e\x46\x61ilRunRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x03 \x01(\t\":\n\x0f\x46\x61ilRunResponse\x12\'\n\x03run\x18\x01 \x01(\x0b\x32\x1a.ggmodules.registry.v1.Run2\xd1\n\n\x0fRegistryService\x12^\n\tCreateRun\x12\'.ggmodules.registry.v1.CreateRunRequest\x1a(.ggmodules.registry.v1.CreateRunResponse\x12U\n\x06GetRun\x12$.ggmodules.registry.v1.GetRunRequest\x1a%.ggmodules.registry.v1.GetRunResponse\x12[\n\x08ListRuns\x12&.ggmodules.registry.v1.ListRunsRequest\x1a\'.ggmodules.registry.v1.ListRunsResponse\x12^\n\tFinishRun\x12\'.ggmodules.registry.v1.FinishRunRequest\x1a(.ggmodules.registry.v1.FinishRunResponse\x12g\n\x0cOpenInstance\x12*.ggmodules.registry.v1.OpenInstanceRequest\x1a+.ggmodules.registry.v1.OpenInstanceResponse\x12j\n\rSpawnSubagent\x12+.ggmodules.registry.v1.SpawnSubagentRequest\x1a,.ggmodules.registry.v1.SpawnSubagentResponse\x12g\n\x0c\x46orkInstance\x12*.ggmodules.registry.v1.ForkInstanceRequest\x1a+.ggmodules.registry.v1.ForkInstanceResponse\x12\x64\n\x0bGetInstance\x12).ggmodules.registry.v1.GetInstanceRequest\x1a*.ggmodules.registry.v1.GetInstanceResponse\x12j\n\rListInstances\x12+.ggmodules.registry.v1.ListInstancesRequest\x1a,.ggmodules.registry.v1.ListInstancesResponse\x12s\n\x10ReserveSuccessor\x12..ggmodules.registry.v1.ReserveSuccessorRequest\x1a/.ggmodules.registry.v1.ReserveSuccessorResponse\x12v\n\x11\x43ompleteSuccessor\x12/.ggmodules.registry.v1.CompleteSuccessorRequest\x1a\x30.ggmodules.registry.v1.CompleteSuccessorResponse\x12s\n\x10ReleaseSuccessor\x12..ggmodules.registry.v1.ReleaseSuccessorRequest\x1a/.ggmodules.registry.v1.ReleaseSuccessorResponse\x12X\n\x07\x46\x61ilRun\x12%.ggmodules.registry.v1.FailRunRequest\x1a&.ggmodules.registry.v1.FailRunResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ggmodules.registry.v1.registry_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_CREATERUNREQUEST']._serialized_start=110
-  _globals['_CREATERUNREQUEST']._serialized_end=286
-  _globals['_CREATERUNRESPONSE']._serialized_start=288
-  _globals['_CREATERUNRESPONSE']._serialized_end=348
-  _globals['_GETRUNREQUEST']._serialized_start=350
-  _globals['_GETRUNREQUEST']._serialized_end=381
-  _globals['_GETRUNRESPONSE']._serialized_start=383
-  _globals['_GETRUNRESPONSE']._serialized_end=440
-  _globals['_LISTRUNSREQUEST']._serialized_start=442
-  _globals['_LISTRUNSREQUEST']._serialized_end=498
-  _globals['_LISTRUNSRESPONSE']._serialized_start=500
-  _globals['_LISTRUNSRESPONSE']._serialized_end=585
-  _globals['_FINISHRUNREQUEST']._serialized_start=587
-  _globals['_FINISHRUNREQUEST']._serialized_end=641
-  _globals['_FINISHRUNRESPONSE']._serialized_start=643
-  _globals['_FINISHRUNRESPONSE']._serialized_end=703
-  _globals['_OPENINSTANCEREQUEST']._serialized_start=705
-  _globals['_OPENINSTANCEREQUEST']._serialized_end=798
-  _globals['_OPENINSTANCERESPONSE']._serialized_start=800
-  _globals['_OPENINSTANCERESPONSE']._serialized_end=873
-  _globals['_SPAWNSUBAGENTREQUEST']._serialized_start=875
-  _globals['_SPAWNSUBAGENTREQUEST']._serialized_end=975
-  _globals['_SPAWNSUBAGENTRESPONSE']._serialized_start=977
-  _globals['_SPAWNSUBAGENTRESPONSE']._serialized_end=1051
-  _globals['_FORKINSTANCEREQUEST']._serialized_start=1053
-  _globals['_FORKINSTANCEREQUEST']._serialized_end=1128
-  _globals['_FORKINSTANCERESPONSE']._serialized_start=1130
-  _globals['_FORKINSTANCERESPONSE']._serialized_end=1203
-  _globals['_GETINSTANCEREQUEST']._serialized_start=1205
-  _globals['_GETINSTANCEREQUEST']._serialized_end=1259
-  _globals['_GETINSTANCERESPONSE']._serialized_start=1261
-  _globals['_GETINSTANCERESPONSE']._serialized_end=1333
-  _globals['_LISTINSTANCESREQUEST']._serialized_start=1335
-  _globals['_LISTINSTANCESREQUEST']._serialized_end=1412
-  _globals['_LISTINSTANCESRESPONSE']._serialized_start=1414
-  _globals['_LISTINSTANCESRESPONSE']._serialized_end=1514
-  _globals['_REGISTRYSERVICE']._serialized_start=1517
-  _globals['_REGISTRYSERVICE']._serialized_end=2434
+  _globals['_CREATERUNREQUEST']._serialized_start=144
+  _globals['_CREATERUNREQUEST']._serialized_end=320
+  _globals['_CREATERUNRESPONSE']._serialized_start=322
+  _globals['_CREATERUNRESPONSE']._serialized_end=382
+  _globals['_GETRUNREQUEST']._serialized_start=384
+  _globals['_GETRUNREQUEST']._serialized_end=415
+  _globals['_GETRUNRESPONSE']._serialized_start=417
+  _globals['_GETRUNRESPONSE']._serialized_end=474
+  _globals['_LISTRUNSREQUEST']._serialized_start=476
+  _globals['_LISTRUNSREQUEST']._serialized_end=532
+  _globals['_LISTRUNSRESPONSE']._serialized_start=534
+  _globals['_LISTRUNSRESPONSE']._serialized_end=619
+  _globals['_FINISHRUNREQUEST']._serialized_start=621
+  _globals['_FINISHRUNREQUEST']._serialized_end=675
+  _globals['_FINISHRUNRESPONSE']._serialized_start=677
+  _globals['_FINISHRUNRESPONSE']._serialized_end=737
+  _globals['_OPENINSTANCEREQUEST']._serialized_start=739
+  _globals['_OPENINSTANCEREQUEST']._serialized_end=832
+  _globals['_OPENINSTANCERESPONSE']._serialized_start=834
+  _globals['_OPENINSTANCERESPONSE']._serialized_end=907
+  _globals['_SPAWNSUBAGENTREQUEST']._serialized_start=909
+  _globals['_SPAWNSUBAGENTREQUEST']._serialized_end=1009
+  _globals['_SPAWNSUBAGENTRESPONSE']._serialized_start=1011
+  _globals['_SPAWNSUBAGENTRESPONSE']._serialized_end=1085
+  _globals['_FORKINSTANCEREQUEST']._serialized_start=1087
+  _globals['_FORKINSTANCEREQUEST']._serialized_end=1162
+  _globals['_FORKINSTANCERESPONSE']._serialized_start=1164
+  _globals['_FORKINSTANCERESPONSE']._serialized_end=1237
+  _globals['_GETINSTANCEREQUEST']._serialized_start=1239
+  _globals['_GETINSTANCEREQUEST']._serialized_end=1293
+  _globals['_GETINSTANCERESPONSE']._serialized_start=1295
+  _globals['_GETINSTANCERESPONSE']._serialized_end=1367
+  _globals['_LISTINSTANCESREQUEST']._serialized_start=1369
+  _globals['_LISTINSTANCESREQUEST']._serialized_end=1446
+  _globals['_LISTINSTANCESRESPONSE']._serialized_start=1448
+  _globals['_LISTINSTANCESRESPONSE']._serialized_end=1548
+  _globals['_RESERVESUCCESSORREQUEST']._serialized_start=1551
+  _globals['_RESERVESUCCESSORREQUEST']._serialized_end=1693
+  _globals['_RESERVESUCCESSORRESPONSE']._serialized_start=1695
+  _globals['_RESERVESUCCESSORRESPONSE']._serialized_end=1739
+  _globals['_COMPLETESUCCESSORREQUEST']._serialized_start=1742
+  _globals['_COMPLETESUCCESSORREQUEST']._serialized_end=1892
+  _globals['_COMPLETESUCCESSORRESPONSE']._serialized_start=1894
+  _globals['_COMPLETESUCCESSORRESPONSE']._serialized_end=1972
+  _globals['_RELEASESUCCESSORREQUEST']._serialized_start=1974
+  _globals['_RELEASESUCCESSORREQUEST']._serialized_end=2053
+  _globals['_RELEASESUCCESSORRESPONSE']._serialized_start=2055
+  _globals['_RELEASESUCCESSORRESPONSE']._serialized_end=2081
+  _globals['_FAILRUNREQUEST']._serialized_start=2083
+  _globals['_FAILRUNREQUEST']._serialized_end=2151
+  _globals['_FAILRUNRESPONSE']._serialized_start=2153
+  _globals['_FAILRUNRESPONSE']._serialized_end=2211
+  _globals['_REGISTRYSERVICE']._serialized_start=2214
+  _globals['_REGISTRYSERVICE']._serialized_end=3575
 # @@protoc_insertion_point(module_scope)

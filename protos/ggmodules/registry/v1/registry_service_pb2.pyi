@@ -4,6 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
+from ggmodules.common.v1 import common_pb2 as _common_pb2
 from ggmodules.registry.v1 import registry_pb2 as _registry_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -431,3 +432,197 @@ class ListInstancesResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListInstancesResponse: _TypeAlias = ListInstancesResponse  # noqa: Y015
+
+@_typing.final
+class ReserveSuccessorRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    PREDECESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    PROFILE_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    FSM_STATE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    run_id: _builtins.str
+    predecessor_agent_id: _builtins.str
+    profile: _builtins.str
+    """The successor's profile."""
+    cause: _builtins.str
+    """"transition" or "exec"."""
+    fsm_state: _builtins.str
+    """The state the successor runs in: the edge's target for a transition, the predecessor's for an exec."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        predecessor_agent_id: _builtins.str = ...,
+        profile: _builtins.str = ...,
+        cause: _builtins.str = ...,
+        fsm_state: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "fsm_state", b"fsm_state", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "request_id", b"request_id", "run_id", b"run_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReserveSuccessorRequest: _TypeAlias = ReserveSuccessorRequest  # noqa: Y015
+
+@_typing.final
+class ReserveSuccessorResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    agent_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        agent_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReserveSuccessorResponse: _TypeAlias = ReserveSuccessorResponse  # noqa: Y015
+
+@_typing.final
+class CompleteSuccessorRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    ROSTER_FIELD_NUMBER: _builtins.int
+    OPENING_NOTE_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    run_id: _builtins.str
+    agent_id: _builtins.str
+    opening_note: _builtins.str
+    @_builtins.property
+    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        agent_id: _builtins.str = ...,
+        roster: _abc.Iterable[_common_pb2.RosterRow] | None = ...,
+        opening_note: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "opening_note", b"opening_note", "request_id", b"request_id", "roster", b"roster", "run_id", b"run_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteSuccessorRequest: _TypeAlias = CompleteSuccessorRequest  # noqa: Y015
+
+@_typing.final
+class CompleteSuccessorResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    INSTANCE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def instance(self) -> _registry_pb2.Instance: ...
+    def __init__(
+        self,
+        *,
+        instance: _registry_pb2.Instance | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___CompleteSuccessorResponse: _TypeAlias = CompleteSuccessorResponse  # noqa: Y015
+
+@_typing.final
+class ReleaseSuccessorRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    AGENT_ID_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    run_id: _builtins.str
+    agent_id: _builtins.str
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        agent_id: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "request_id", b"request_id", "run_id", b"run_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReleaseSuccessorRequest: _TypeAlias = ReleaseSuccessorRequest  # noqa: Y015
+
+@_typing.final
+class ReleaseSuccessorResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ReleaseSuccessorResponse: _TypeAlias = ReleaseSuccessorResponse  # noqa: Y015
+
+@_typing.final
+class FailRunRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    DETAIL_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    run_id: _builtins.str
+    detail: _builtins.str
+    """What went wrong, for the person reading the run."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        detail: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["detail", b"detail", "request_id", b"request_id", "run_id", b"run_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FailRunRequest: _TypeAlias = FailRunRequest  # noqa: Y015
+
+@_typing.final
+class FailRunResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    RUN_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def run(self) -> _registry_pb2.Run: ...
+    def __init__(
+        self,
+        *,
+        run: _registry_pb2.Run | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___FailRunResponse: _TypeAlias = FailRunResponse  # noqa: Y015

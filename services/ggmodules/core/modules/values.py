@@ -4,9 +4,17 @@ from __future__ import annotations
 
 import enum
 
-from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
 
-__all__ = ["BindAction", "IssueStatus", "MemoryScope", "MemoryStrategy", "Origin", "TaskStatus"]
+__all__ = [
+    "BindAction",
+    "IssueStatus",
+    "MemoryScope",
+    "MemoryStrategy",
+    "Origin",
+    "Outcome",
+    "TaskStatus",
+]
 
 
 class TaskStatus(enum.IntEnum):

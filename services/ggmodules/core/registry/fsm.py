@@ -1,7 +1,8 @@
 """FSM definitions, validated at launch (R25): every problem is reported at once.
 
 States name the run's profiles, edges name states, and an edge carries kinds by their words. A carried
-kind must be held by the outgoing state's profile; the board is held by every agent of a run that has one.
+kind must be held by the outgoing state's profile (there is something to carry) and enabled by the target
+state's profile (the successor can receive it); the board is held by every agent of a run that has one.
 """
 
 from __future__ import annotations
@@ -104,6 +105,7 @@ def validate_fsm(given: FsmInput, profiles: Sequence[Profile], board_enabled: bo
             problems.append((at, f"a second edge from {edge.source!r} to {edge.target!r}; one edge per pair"))
         seen_edges.add((edge.source, edge.target))
         outgoing = state_profiles.get(edge.source)
+        incoming = state_profiles.get(edge.target)
         carried: list[Kind] = []
         for j, word in enumerate(edge.carry):
             where = f"{at}.carry[{j}]"
@@ -115,8 +117,15 @@ def validate_fsm(given: FsmInput, profiles: Sequence[Profile], board_enabled: bo
                 problems.append((where, f"{word!r} is carried twice"))
                 continue
             carried.append(kind)
-            if outgoing is not None and not _held(kind, outgoing, board_enabled):
-                problems.append((where, _not_held(word, edge.source, outgoing, board_enabled)))
+            if kind is Kind.BOARD:
+                # The run's switch decides for both ends: one problem, not one per end.
+                if not board_enabled and (outgoing is not None or incoming is not None):
+                    problems.append((where, _NO_BOARD))
+                continue
+            if outgoing is not None and not outgoing.holds(kind):
+                problems.append((where, _not_held(word, edge.source, outgoing)))
+            if incoming is not None and not incoming.holds(kind):
+                problems.append((where, _not_received(word, edge.target, incoming)))
         edges.append(FsmEdge(edge.source, edge.target, tuple(carried)))
 
     if problems:
@@ -132,16 +141,20 @@ def validate_fsm(given: FsmInput, profiles: Sequence[Profile], board_enabled: bo
     return Fsm(given.initial, states, tuple(edges))
 
 
-def _held(kind: Kind, profile: Profile, board_enabled: bool) -> bool:
-    return board_enabled if kind is Kind.BOARD else profile.holds(kind)
+_NO_BOARD = "'board' is not held by any state: the run has no board (turn on board_enabled)"
 
 
-def _not_held(word: str, state: str, profile: Profile, board_enabled: bool) -> str:
-    if word == Kind.BOARD.word:
-        return f"'board' is not held by state {state!r}: the run has no board (turn on board_enabled)"
+def _not_held(word: str, state: str, profile: Profile) -> str:
     return (
         f"{word!r} is not held by state {state!r}: its profile {profile.name!r} does not enable {word}, "
         "so there is nothing to carry"
+    )
+
+
+def _not_received(word: str, state: str, profile: Profile) -> str:
+    return (
+        f"{word!r} cannot be received by state {state!r}: its profile {profile.name!r} does not enable "
+        f"{word}; carry only kinds both ends enable, or enable {word} in {profile.name!r}"
     )
 
 

@@ -18,6 +18,8 @@ import structlog
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
+from ggmodules.runtime.outbox_service import watch_outbox
 from ggmodules.runtime.server import Service
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.storage.engine import is_sqlite, make_engine
@@ -39,11 +41,18 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = make_engine(config.database_url)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline)
+    outbox = watch_outbox(
+        lambda after, n: repo.read_outbox(after, n, ""),
+        repo.committed,
+        run_inline if inline else run_in_thread,
+        contiguous=not inline,
+    )
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread)
     log.info("modulestore storage ready", backend=engine.dialect.name)
 
     def register(server: Any) -> None:
         svc_grpc.add_ModuleStoreServiceServicer_to_server(servicer, server)
+        outbox.register(server)
 
     async def on_stop() -> None:
         repo.close()
@@ -51,7 +60,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     return Service(
         name="modulestore",
         register=register,
-        service_names=[SERVICE_NAME],
+        service_names=[SERVICE_NAME, OUTBOX_SERVICE],
         on_stop=on_stop,
         extra={"repository": repo},
     )

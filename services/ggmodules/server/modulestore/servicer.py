@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from ggmodules.core.modules import handover
 from ggmodules.core.modules.binding import check_plan
 from ggmodules.core.modules.limits import check_name
 from ggmodules.core.modules.tools.catalog import tools_for
@@ -46,6 +47,21 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
             key,
             lambda conn: convert.bind_response(repo.bind(conn, plan)),
             svc.BindInstanceResponse,
+        )
+        return result
+
+    async def Handover(
+        self, request: svc.HandoverRequest, context: grpc.aio.ServicerContext
+    ) -> svc.HandoverResponse:
+        plan = convert.handover_from(request)
+        handover.check_plan(plan)
+        key = RequestKey.of("Handover", request)
+        repo = self._repo
+        result: svc.HandoverResponse = await self._run(
+            repo.mutate,
+            key,
+            lambda conn: convert.handover_response(*repo.handover(conn, plan)),
+            svc.HandoverResponse,
         )
         return result
 

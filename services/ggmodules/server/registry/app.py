@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import asyncio
+
 import grpc
 import structlog
 
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
+from ggmodules.runtime.outbox_service import outbox_reader, watch_outbox
 from ggmodules.runtime.server import Service
 from ggmodules.server.registry.binder import ModuleStoreBinder
 from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
+from ggmodules.server.registry.successors import Successors
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.registry import RegistryRepository
 
@@ -21,10 +26,13 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log)
-    servicer = RegistryServicer(Runs(repo), Instances(repo, binder))
+    outbox = watch_outbox(outbox_reader(engine, repo.outbox), repo.committed, asyncio.to_thread,
+                          contiguous=engine.dialect.name == "postgresql")
+    servicer = RegistryServicer(Runs(repo), Instances(repo, binder), Successors(repo))
 
     def register(server: grpc.aio.Server) -> None:
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(servicer, server)
+        outbox.register(server)
 
     async def on_stop() -> None:
         await binder.close()
@@ -33,6 +41,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     return Service(
         name="registry",
         register=register,
-        service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name],
+        service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
+                       OUTBOX_SERVICE],
         on_stop=on_stop,
     )

@@ -1,8 +1,9 @@
-"""Run operations: create (launch validation), get, list, finish."""
+"""Run operations: create (launch validation), get, list, finish, fail (R26)."""
 
 from __future__ import annotations
 
 from ggmodules.core.errors import missing
+from ggmodules.core.modules.limits import check_text
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
 from ggmodules.core.registry.runs import new_run_id, require_running, validate_run
@@ -69,6 +70,25 @@ class Runs:
             require_running(run.run_id, run.status, "only a running run can be finished")
             unit.set_run_status(run.run_id, RunStatus.FINISHED)
             response = pb.FinishRunResponse(run=run_to_proto(unit.run(run.run_id)))
+            unit.record(key, response.SerializeToString())
+            return response
+
+        return self._repo.transact(work)
+
+    def fail(self, request: pb.FailRunRequest, caller: Caller) -> pb.FailRunResponse:
+        """Ends a running run under internal_error (R26); the detail is its status_detail and event."""
+        _require(request.run_id, "run_id")
+        check_text("detail", request.detail, required=True)
+        caller.check_run(request.run_id)
+        key = request_key("FailRun", request)
+
+        def work(unit: RegistryUnit) -> pb.FailRunResponse:
+            if (answer := unit.recall(key)) is not None:
+                return pb.FailRunResponse.FromString(answer)
+            run = unit.run(request.run_id, lock=True)
+            require_running(run.run_id, run.status, "only a running run can fail")
+            unit.set_run_status(run.run_id, RunStatus.INTERNAL_ERROR, request.detail)
+            response = pb.FailRunResponse(run=run_to_proto(unit.run(run.run_id)))
             unit.record(key, response.SerializeToString())
             return response
 

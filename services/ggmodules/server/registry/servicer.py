@@ -13,14 +13,16 @@ from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.server.registry.identity import caller_of
 from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
+from ggmodules.server.registry.successors import Successors
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
 
 class RegistryServicer(registry_service_pb2_grpc.RegistryServiceServicer):
-    def __init__(self, runs: Runs, instances: Instances) -> None:
+    def __init__(self, runs: Runs, instances: Instances, successors: Successors) -> None:
         self._runs = runs
         self._instances = instances
+        self._successors = successors
 
     async def CreateRun(self, request: pb.CreateRunRequest, ctx: Context) -> pb.CreateRunResponse:
         return await asyncio.to_thread(self._runs.create, request, caller_of(ctx))
@@ -48,3 +50,21 @@ class RegistryServicer(registry_service_pb2_grpc.RegistryServiceServicer):
 
     async def ListInstances(self, request: pb.ListInstancesRequest, ctx: Context) -> pb.ListInstancesResponse:
         return await asyncio.to_thread(self._instances.list, request, caller_of(ctx))
+
+    async def ReserveSuccessor(
+        self, request: pb.ReserveSuccessorRequest, ctx: Context
+    ) -> pb.ReserveSuccessorResponse:
+        return await asyncio.to_thread(self._successors.reserve, request, caller_of(ctx))
+
+    async def CompleteSuccessor(
+        self, request: pb.CompleteSuccessorRequest, ctx: Context
+    ) -> pb.CompleteSuccessorResponse:
+        return await asyncio.to_thread(self._successors.complete, request, caller_of(ctx))
+
+    async def ReleaseSuccessor(
+        self, request: pb.ReleaseSuccessorRequest, ctx: Context
+    ) -> pb.ReleaseSuccessorResponse:
+        return await asyncio.to_thread(self._successors.release, request, caller_of(ctx))
+
+    async def FailRun(self, request: pb.FailRunRequest, ctx: Context) -> pb.FailRunResponse:
+        return await asyncio.to_thread(self._runs.fail, request, caller_of(ctx))

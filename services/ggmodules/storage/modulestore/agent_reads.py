@@ -11,9 +11,10 @@ from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import archive
 from ggmodules.core.modules.contents import ArchiveContents, ArchivedThread
+from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.prompt import Contribution, render
 from ggmodules.core.modules.tools.dispatch import Result, ToolCall, result_of
-from ggmodules.storage.modulestore import read_sets, writing
+from ggmodules.storage.modulestore import handovers, read_sets, writing
 from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lineage import read_threads
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, not_a_holder, require_agent, store_row
@@ -44,9 +45,12 @@ def render_prompt(conn: Connection, run_id: str, agent_id: str) -> list[Contribu
 def call_tool(conn: Connection, outbox: FastOutbox, run_id: str, agent_id: str, call: ToolCall) -> Result:
     stores = held(conn, run_id, agent_id, call.kind)
     if not stores:
+        successor = handovers.successor_of(conn, run_id, agent_id)
+        if successor is not None:
+            raise handed_on(agent_id, successor)
         raise FailedPrecondition(
             f"agent {agent_id!r} holds no {call.kind.word} module: {call.tool.name} is not one of its tools",
-            reason=Reason.WRONG_KIND,
+            reason=Reason.KIND_NOT_HELD,
             metadata={"kind": call.kind.word, "tool": call.tool.name},
         )
     row, read_set_id = stores[0]

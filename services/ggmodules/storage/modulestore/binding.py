@@ -107,23 +107,18 @@ def _bind_one(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolved) 
         return _bind_skills(conn, plan, b, resolved)
     match resolved.action:
         case BindAction.CREATE:
-            store_id, head = _mint(conn, run_id, b)
+            store_id, head = mint_store(conn, run_id, b)
         case BindAction.NAMED:
-            found = named_store(conn, run_id, b.named_key)
-            if found is None:
-                store_id, head = _mint(conn, run_id, b)
-                name_store(conn, run_id, b.named_key, store_id)
-            else:
-                store_id, head = found, head_of(store_row(conn, run_id, found))
+            store_id, head = join_named(conn, run_id, b)
         case BindAction.SHARE:
             source = _source(conn, run_id, b)
             store_id, head = source.store_id, head_of(source)
         case BindAction.FORK:
             source = _source(conn, run_id, b)
-            store_id, head = _mint(conn, run_id, b, fork_of=source, agent_id=plan.agent_id)
-            _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
+            store_id, head = mint_store(conn, run_id, b, fork_of=source, agent_id=plan.agent_id)
+            hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
             return Bound(store_id, resolved.origin, source.store_id, head)
-    _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
+    hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head)
     return Bound(store_id, resolved.origin, "", head)
 
 
@@ -152,18 +147,33 @@ def _bind_skills(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolve
         if resolved.action == BindAction.FORK:
             read_set_id = read_sets.create(conn, read_sets.load(conn, read_set_id))
     else:
-        directory = b.skills_directory or b.named_key.removeprefix("skills/")
-        key = catalogue_key(directory)
-        found = named_store(conn, run_id, key)
-        if found is None:
-            store_id, head = _mint(conn, run_id, b, directory=directory)
-            name_store(conn, run_id, key, store_id)
-        else:
-            store_id, head = found, head_of(store_row(conn, run_id, found))
+        store_id, head = catalogue_of(conn, run_id, b)
         read_set_id = read_sets.create(conn)
-    _hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head, read_set_id)
+    hold(conn, run_id, store_id, plan.agent_id, b, resolved.origin, head, read_set_id)
     source_id = store_id if resolved.action == BindAction.FORK else ""
     return Bound(store_id, resolved.origin, source_id, head, read_set_id)
+
+
+def join_named(conn: Connection, run_id: str, b: Binding) -> tuple[str, StoreHead]:
+    """The run's store registered under `b.named_key`, minted (with `b`'s caps) on first use."""
+    found = named_store(conn, run_id, b.named_key)
+    if found is not None:
+        return found, head_of(store_row(conn, run_id, found))
+    store_id, head = mint_store(conn, run_id, b)
+    name_store(conn, run_id, b.named_key, store_id)
+    return store_id, head
+
+
+def catalogue_of(conn: Connection, run_id: str, b: Binding) -> tuple[str, StoreHead]:
+    """The skills catalogue of `b`'s directory: one store per directory key per run (R16)."""
+    directory = b.skills_directory or b.named_key.removeprefix("skills/")
+    key = catalogue_key(directory)
+    found = named_store(conn, run_id, key)
+    if found is not None:
+        return found, head_of(store_row(conn, run_id, found))
+    store_id, head = mint_store(conn, run_id, b, directory=directory)
+    name_store(conn, run_id, key, store_id)
+    return store_id, head
 
 
 def _source(conn: Connection, run_id: str, b: Binding) -> Any:
@@ -177,7 +187,7 @@ def _source(conn: Connection, run_id: str, b: Binding) -> Any:
     return row
 
 
-def _mint(
+def mint_store(
     conn: Connection, run_id: str, b: Binding, *, directory: str = "", fork_of: Any = None, agent_id: str = ""
 ) -> tuple[str, StoreHead]:
     store_id, n = mint_id(conn, run_id, b.kind)
@@ -225,7 +235,7 @@ def _mint(
     return store_id, head
 
 
-def _hold(
+def hold(
     conn: Connection,
     run_id: str,
     store_id: str,

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from ggmodules.common.v1 import event_pb2
+from ggmodules.common.v1 import common_pb2, event_pb2
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.figures import Caps, Figures
-from ggmodules.core.modules.values import Origin
+from ggmodules.core.modules.values import Origin, Outcome
 from ggmodules.wire.modulestore import (
     caps_pb,
     contents_pb,
@@ -54,7 +54,15 @@ def snapshot_event(
 
 
 def roster_event(
-    run_id: str, agent_id: str, profile: str, parent_agent_id: str, cause: str, rows: list[RosterRow]
+    run_id: str,
+    agent_id: str,
+    profile: str,
+    parent_agent_id: str,
+    cause: str,
+    rows: list[RosterRow],
+    *,
+    predecessor_agent_id: str = "",
+    opening_note: str = "",
 ) -> event_pb2.Event:
     return event_pb2.Event(
         run_id=run_id,
@@ -62,9 +70,47 @@ def roster_event(
         roster=event_pb2.RosterEvent(
             profile=profile,
             parent_agent_id=parent_agent_id,
+            predecessor_agent_id=predecessor_agent_id,
             cause=cause,
             rows=[roster_row_pb(r) for r in rows],
+            opening_note=opening_note,
         ),
+    )
+
+
+def drain_event(
+    run_id: str, agent_id: str, kind: Kind, store_id: str, figures: Figures, successor_agent_id: str
+) -> event_pb2.Event:
+    """A store the outgoing agent lets go of, on its own stream, before the successor's events (R30)."""
+    return event_pb2.Event(
+        run_id=run_id,
+        agent_id=agent_id,
+        kind=kind_pb(kind),
+        store_id=store_id,
+        drain=event_pb2.DrainEvent(figures=figures_pb(figures), successor_agent_id=successor_agent_id),
+    )
+
+
+def restate_event(
+    run_id: str,
+    agent_id: str,
+    kind: Kind,
+    store_id: str,
+    outcome: Outcome,
+    figures: Figures,
+    contents: Contents | None,
+    predecessor_agent_id: str,
+) -> event_pb2.Event:
+    """A module the successor ends up with, re-stating itself on the successor's stream (R31)."""
+    restate = event_pb2.RestateEvent(
+        outcome=common_pb2.Outcome.ValueType(outcome),
+        figures=figures_pb(figures),
+        predecessor_agent_id=predecessor_agent_id,
+    )
+    if contents is not None:
+        restate.contents.CopyFrom(contents_pb(contents))
+    return event_pb2.Event(
+        run_id=run_id, agent_id=agent_id, kind=kind_pb(kind), store_id=store_id, restate=restate
     )
 
 

@@ -17,11 +17,13 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.binding import BindPlan, RosterRow
 from ggmodules.core.modules.contents import ArchivedThread
+from ggmodules.core.modules.handover import HandoverPlan, KindResult
 from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.dispatch import Result, ToolCall
 from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
-from ggmodules.storage.modulestore import agent_reads, binding, reading, writing
+from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, writing
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
@@ -38,13 +40,18 @@ class ModuleStoreRepository:
         self.transactions = Transactions(engine, pinned=pinned)
         self.outbox = FastOutbox(ORIGIN)
         self.requests = FastRequestLog()
+        self.committed = CommitSignal()  # notified after every mutation: wakes WatchOutbox streams
 
     def mutate(self, key: RequestKey | None, apply: Callable[[Connection], M], response_type: type[M]) -> M:
-        return self.transactions.mutate(self.requests, key, apply, response_type)
+        response = self.transactions.mutate(self.requests, key, apply, response_type)
+        self.committed.notify()
+        return response
 
     def mutate_prepared(self, key: RequestKey | None, apply: Callable[[Tx], M], response_type: type[M]) -> M:
         """For mutations built only from prepared statements: the write path."""
-        return self.transactions.mutate_prepared(self.requests, key, apply, response_type)
+        response = self.transactions.mutate_prepared(self.requests, key, apply, response_type)
+        self.committed.notify()
+        return response
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         with self.transactions.begin() as conn:
@@ -54,6 +61,9 @@ class ModuleStoreRepository:
 
     def bind(self, conn: Connection, plan: BindPlan) -> list[RosterRow]:
         return binding.bind(conn, self.outbox, plan)
+
+    def handover(self, conn: Connection, plan: HandoverPlan) -> tuple[list[RosterRow], list[KindResult]]:
+        return handover.handover(conn, self.outbox, plan)
 
     def write(self, conn: Connection | Tx, run_id: str, agent_id: str, store_id: str, op: Op) -> WriteResult:
         return writing.write(conn, self.outbox, run_id, agent_id, store_id, op)

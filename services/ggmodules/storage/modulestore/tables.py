@@ -99,6 +99,18 @@ class MsAgent(SQLModel, table=True):
     cause: str = ""
 
 
+class MsHandover(SQLModel, table=True):
+    """An agent that handed its modules on, and to whom: at most once per agent (R36)."""
+
+    __tablename__ = "ms_handovers"
+    __table_args__ = CLUSTERED
+
+    run_id: str = Field(primary_key=True)
+    agent_id: str = Field(primary_key=True)
+    successor_agent_id: str
+    cause: str
+
+
 class MsHolder(SQLModel, table=True):
     __tablename__ = "ms_holders"
     __table_args__ = (Index("ix_ms_holders_agent", "run_id", "agent_id"), CLUSTERED)
@@ -148,6 +160,7 @@ TABLES = [
         MsCounter,
         MsNamed,
         MsAgent,
+        MsHandover,
         MsHolder,
         MsReadSet,
         MsOutbox,

@@ -13,13 +13,14 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.contents import Contents, SkillsContents
 from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op, ReadSkill
 from ggmodules.core.modules.states import KindState, decode_state, encode_state
 from ggmodules.core.modules.store import Applied, StoreHead
 from ggmodules.core.modules.values import MemoryStrategy
 from ggmodules.core.modules.views import WriteResult
 from ggmodules.core.modules.write import apply_write
-from ggmodules.storage.modulestore import read_sets
+from ggmodules.storage.modulestore import handovers, read_sets
 from ggmodules.storage.modulestore.events import snapshot_event, write_event
 from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lineage import MESSAGES, THREADS, thread_json
@@ -132,15 +133,14 @@ def write(
 
 def _writer(conn: Connection | Tx, rows: list[_Row], run_id: str, agent_id: str, store_id: str) -> _Row:
     writer = next((r for r in rows if r.agent_id == agent_id), None)
-    if writer is None:
+    if writer is None or not writer.active:
         error = missing(conn, run_id, agent_id, store_id)
-        raise (
-            error
-            if error.reason in (Reason.RUN_NOT_FOUND, Reason.AGENT_NOT_FOUND)
-            else not_a_holder(agent_id, store_id)
-        )
-    if not writer.active:
-        raise not_a_holder(agent_id, store_id, let_go=True)
+        if error.reason in (Reason.RUN_NOT_FOUND, Reason.AGENT_NOT_FOUND):
+            raise error
+        successor = handovers.successor_of(conn, run_id, agent_id)
+        if successor is not None:
+            raise handed_on(agent_id, successor)
+        raise not_a_holder(agent_id, store_id, let_go=writer is not None)
     if not writer.may_write:
         raise PermissionDenied(
             f"agent {agent_id!r} holds {store_id!r} read-only; its profile does not let it write there",

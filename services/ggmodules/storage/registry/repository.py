@@ -23,6 +23,7 @@ from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.codec import decode_roster, decode_spec, encode_roster, encode_spec
@@ -38,6 +39,7 @@ from ggmodules.storage.registry.tables import (
 
 T = TypeVar("T")
 ORIGIN = "registry"
+SUCCESSOR_CAUSES = ("transition", "exec")
 
 _runs = RegRunRow.__table__  # type: ignore[attr-defined]
 _instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
@@ -72,6 +74,8 @@ class InstanceRecord:
     run_id: str
     agent_id: str
     profile: str
+    # The agent this instance came from: its spawner or original (open/spawn/fork), or its predecessor
+    # (transition/exec).
     parent_agent_id: str
     cause: str
     fsm_state: str
@@ -80,6 +84,15 @@ class InstanceRecord:
     seq: int = 0
     pending: bool = False
     bind_request: bytes = b""
+    # Transfer successors only: the predecessor while reserved; released once a rollback dropped it.
+    reserved_for: str = ""
+    released: bool = False
+    opening_note: str = ""
+    successor_agent_id: str = ""
+
+    @property
+    def is_successor(self) -> bool:
+        return self.cause in SUCCESSOR_CAUSES
 
 
 class RegistryRepository:
@@ -87,6 +100,7 @@ class RegistryRepository:
         self.engine = engine
         self.requests = RequestLog(RegRequestRow)
         self.outbox = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow)
+        self.committed = CommitSignal()  # notified after every unit of work: wakes WatchOutbox streams
 
     def create_tables(self) -> None:
         SQLModel.metadata.create_all(self.engine, tables=TABLES)
@@ -96,7 +110,9 @@ class RegistryRepository:
         for attempt in range(3):
             try:
                 with self.engine.begin() as conn:
-                    return work(RegistryUnit(conn, self))
+                    result = work(RegistryUnit(conn, self))
+                self.committed.notify()
+                return result
             except IntegrityError:
                 if attempt == 2:
                     raise
@@ -236,6 +252,63 @@ class RegistryUnit:
             )
         )
 
+    # -- transfer successors
+
+    def find_instance(self, run_id: str, agent_id: str, *, lock: bool = False) -> InstanceRecord | None:
+        """Any row of that agent id, pending and released ones included."""
+        stmt = select(_instances).where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id)
+        row = self.conn.execute(stmt.with_for_update() if lock else stmt).first()
+        return None if row is None else _instance_record(row)
+
+    def successor_of(self, run_id: str, predecessor_agent_id: str) -> InstanceRecord | None:
+        """The successor reserved or completed for a predecessor, if any (released ones are not)."""
+        row = self.conn.execute(
+            select(_instances).where(
+                _instances.c.run_id == run_id, _instances.c.reserved_for == predecessor_agent_id
+            )
+        ).first()
+        return None if row is None else _instance_record(row)
+
+    def add_reservation(self, inst: InstanceRecord, key: RequestKey | None) -> None:
+        """A pending, invisible successor; the unique (run, reserved_for) refuses a second one."""
+        self.conn.execute(
+            _instances.insert().values(
+                run_id=inst.run_id, agent_id=inst.agent_id, profile=inst.profile,
+                parent_agent_id=inst.parent_agent_id, cause=inst.cause, fsm_state=inst.fsm_state,
+                roster="[]", pending=True, created_us=inst.created_us, reserved_for=inst.reserved_for,
+                request_method=key.method if key else None,
+                request_id=key.request_id if key else None,
+                request_hash=key.request_hash if key else None,
+            )
+        )
+
+    def complete_successor(
+        self, successor: InstanceRecord, roster: Sequence[RosterRow], opening_note: str
+    ) -> InstanceRecord:
+        """Makes the successor visible and names it on its predecessor, whose roster never changes (R36)."""
+        self.conn.execute(
+            update(_instances)
+            .where(_instances.c.run_id == successor.run_id, _instances.c.agent_id == successor.agent_id)
+            .values(roster=encode_roster(roster), opening_note=opening_note, pending=False)
+        )
+        self.conn.execute(
+            update(_instances)
+            .where(
+                _instances.c.run_id == successor.run_id,
+                _instances.c.agent_id == successor.reserved_for,
+            )
+            .values(successor_agent_id=successor.agent_id)
+        )
+        return self.instance(successor.run_id, successor.agent_id)
+
+    def release(self, run_id: str, agent_id: str) -> None:
+        """Drops a reservation: it stays invisible, and its predecessor can be reserved again."""
+        self.conn.execute(
+            update(_instances)
+            .where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id, _instances.c.pending)
+            .values(released=True, reserved_for=None)
+        )
+
     def list_instances(self, run_id: str, after_seq: int, limit: int) -> list[InstanceRecord]:
         rows = self.conn.execute(
             select(_instances)
@@ -263,5 +336,6 @@ def _instance_record(row: Any) -> InstanceRecord:
         run_id=row.run_id, agent_id=row.agent_id, profile=row.profile, parent_agent_id=row.parent_agent_id,
         cause=row.cause, fsm_state=row.fsm_state, roster=decode_roster(row.roster),
         created_us=int(row.created_us), seq=int(row.seq), pending=bool(row.pending),
-        bind_request=bytes(row.bind_request or b""),
+        bind_request=bytes(row.bind_request or b""), reserved_for=row.reserved_for or "",
+        released=bool(row.released), opening_note=row.opening_note, successor_agent_id=row.successor_agent_id,
     )

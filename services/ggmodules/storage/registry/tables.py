@@ -32,6 +32,8 @@ class RegInstanceRow(SQLModel, table=True):
     __table_args__ = (
         UniqueConstraint("run_id", "agent_id", name="uq_reg_instances_agent"),
         UniqueConstraint("request_method", "request_id", name="uq_reg_instances_request"),
+        # A predecessor has at most one successor, reserved or completed; a released one frees it again.
+        UniqueConstraint("run_id", "reserved_for", name="uq_reg_instances_successor"),
     )
 
     # Creation order; what ListInstances pages by.
@@ -52,6 +54,14 @@ class RegInstanceRow(SQLModel, table=True):
     # The serialized BindInstanceRequest, re-sent unchanged by a retry so ModuleStore applies it once.
     bind_request: bytes | None = Field(default=None, sa_type=LargeBinary)
     created_us: int = Field(sa_type=BigInteger)
+    # Transfer successors (cause "transition" or "exec"): the predecessor this row succeeds, while the
+    # reservation holds (NULL once released); `released` marks a reservation dropped by a rollback, kept so
+    # a late CompleteSuccessor is refused rather than answered "not found".
+    reserved_for: str | None = None
+    released: bool = False
+    opening_note: str = Field(default="", sa_type=Text)
+    # Set on a predecessor once its successor is complete.
+    successor_agent_id: str = ""
 
 
 class RegAgentCounterRow(SQLModel, table=True):

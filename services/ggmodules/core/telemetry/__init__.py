@@ -1,0 +1,1 @@
+"""Telemetry's domain: stream filters, cursor rules, retention and per-turn reports. No grpc, no SQL."""

@@ -1,0 +1,46 @@
+"""Builds the Transfer service: its journal database, its stubs to Registry and ModuleStore, and the resumer
+that finishes every transfer left pending (at start-up, and after a dependency outage)."""
+
+from __future__ import annotations
+
+import grpc
+import structlog
+
+from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.server import Service
+from ggmodules.server.transfer.calls import Calls
+from ggmodules.server.transfer.crash import CrashSwitch
+from ggmodules.server.transfer.resumer import Resumer
+from ggmodules.server.transfer.servicer import TransferServicer
+from ggmodules.server.transfer.transfers import Transfers
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.transfer import TransferRepository
+from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
+
+
+def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
+    engine = make_engine(config.database_url)
+    repo = TransferRepository(engine)
+    repo.create_tables()
+    calls = Calls(config.registry_address, config.modulestore_address, log)
+    transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log)
+    resumer = Resumer(transfers.pending, transfers.drive, log)
+    transfers.on_pending = resumer.poke
+    servicer = TransferServicer(transfers)
+
+    def register(server: grpc.aio.Server) -> None:
+        transfer_service_pb2_grpc.add_TransferServiceServicer_to_server(servicer, server)
+        # Registered inside the serving loop: the resumer runs there, starting with every pending transfer.
+        resumer.start()
+
+    async def on_stop() -> None:
+        await resumer.stop()
+        await calls.close()
+        engine.dispose()
+
+    return Service(
+        name="transfer",
+        register=register,
+        service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
+        on_stop=on_stop,
+    )

@@ -1,0 +1,223 @@
+"""The Telemetry repository: the log every origin's events are stored in once, read by subscribers.
+
+Writes (ingestion, ReportTurn, pruning) run one at a time (a lock in the process, and on PostgreSQL an
+advisory transaction lock), so cursors commit in the order they were issued: a reader that sees cursor n
+has seen every cursor below it. `committed` is notified after each write commits.
+
+Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
+autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, event, func, select, text
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import SQLModel, create_engine
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.telemetry.streams import Retention, StreamFilter
+from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.telemetry.tables import (
+    TABLES,
+    TelEventRow,
+    TelMetaRow,
+    TelOutboxRow,
+    TelRequestRow,
+    TelStreamHeadRow,
+)
+
+ORIGIN = "telemetry"
+PRUNED_THROUGH = "pruned_through"
+_LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
+
+_events = TelEventRow.__table__  # type: ignore[attr-defined]
+_meta = TelMetaRow.__table__  # type: ignore[attr-defined]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    cursor: int
+    event: event_pb2.Event
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRead:
+    """One read of a stream: matching events after a position, and where the log stood."""
+
+    events: list[StoredEvent]
+    # The newest cursor of the whole log when the read began; every matching event up to it is in
+    # `events` unless `full`.
+    head: int
+    full: bool
+    # Read after the events: a position below it may have lost events to pruning.
+    pruned_through: int
+
+
+class TelemetryRepository:
+    def __init__(self, engine: Engine, retention: Retention) -> None:
+        SQLModel.metadata.create_all(engine, tables=TABLES)
+        self.engine = engine
+        self.retention = retention
+        self.committed = CommitSignal()
+        self._reader = _reader_engine(engine)
+        self._lock = threading.Lock()
+        self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
+        self._requests = RequestLog(TelRequestRow)
+        self._stored = self._count()
+
+    def _count(self) -> int:
+        with self._reader.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
+
+    # ---- writes -------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _writing(self) -> Iterator[Connection]:
+        with self._lock:
+            try:
+                with self.engine.begin() as conn:
+                    if conn.dialect.name == "postgresql":
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                    yield conn
+                    self._prune(conn)
+            except BaseException:
+                self._stored = self._count()  # what the rolled-back transaction counted is void
+                raise
+            self.committed.notify()
+
+    def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        """Stores each event of `origin` not stored yet; returns how many were new."""
+        if not events:
+            return 0
+        with self._writing() as conn:
+            inserted = self._insert(conn, events)
+            self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
+        return inserted
+
+    def highest_origin_seq(self, origin: str) -> int:
+        """Where following `origin` resumes: the highest origin_seq ever stored (pruned or not)."""
+        with self._reader.connect() as conn:
+            return _meta_value(conn, f"origin/{origin}")
+
+    def report(self, event: event_pb2.Event, key: tuple[str, str, str] | None, answer: Any) -> bytes:
+        """Appends Telemetry's own `event` (once per request id) and returns the serialized answer that
+        `answer(cursor)` builds; a retried request id returns the first answer."""
+        with self._writing() as conn:
+            if key is not None and (prior := self._requests.recall(conn, *key)) is not None:
+                return prior
+            self._outbox.append(conn, event)
+            self._insert(conn, [event])
+            self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
+            cursor = int(
+                conn.execute(
+                    select(_events.c.cursor).where(
+                        _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
+                    )
+                ).scalar_one()
+            )
+            response: bytes = answer(cursor)
+            if key is not None:
+                self._requests.record(conn, *key, response)
+            return response
+
+    def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = (
+            dialect.insert(_events)
+            .values(
+                [
+                    {
+                        "origin": ev.origin,
+                        "origin_seq": ev.origin_seq,
+                        "run_id": ev.run_id,
+                        "agent_id": ev.agent_id,
+                        "payload": ev.SerializeToString(),
+                    }
+                    for ev in events
+                ]
+            )
+            .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
+            .returning(_events.c.cursor)
+        )
+        inserted = len(conn.execute(stmt).all())
+        self._stored += inserted
+        return inserted
+
+    def _raise_meta(self, conn: Connection, key: str, value: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        larger = func.greatest if conn.dialect.name == "postgresql" else func.max  # scalar max on SQLite
+        stmt = dialect.insert(_meta).values(key=key, value=value)
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["key"], set_={"value": larger(_meta.c.value, stmt.excluded.value)}
+            )
+        )
+
+    def _prune(self, conn: Connection) -> None:
+        excess = self.retention.excess(self._stored)
+        if not excess:
+            return
+        through = conn.execute(
+            select(_events.c.cursor).order_by(_events.c.cursor).offset(excess - 1).limit(1)
+        ).scalar()
+        if through is None:
+            return
+        pruned = int(conn.execute(delete(_events).where(_events.c.cursor <= through)).rowcount)
+        self._raise_meta(conn, PRUNED_THROUGH, int(through))
+        self._stored -= pruned
+
+    # ---- reads --------------------------------------------------------------------------------------
+
+    def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        with self._reader.connect() as conn:
+            head = int(conn.execute(select(func.max(_events.c.cursor))).scalar() or 0)
+            stmt = select(_events.c.cursor, _events.c.payload).where(
+                _events.c.cursor > after, _events.c.cursor <= head
+            )
+            if where.run_id:
+                stmt = stmt.where(_events.c.run_id == where.run_id)
+            if where.agent_id:
+                stmt = stmt.where(_events.c.agent_id == where.agent_id)
+            rows = conn.execute(stmt.order_by(_events.c.cursor).limit(limit)).all()
+            pruned = _meta_value(conn, PRUNED_THROUGH)
+        events = [StoredEvent(int(r.cursor), event_pb2.Event.FromString(r.payload)) for r in rows]
+        return StreamRead(events, head, len(rows) == limit, pruned)
+
+    def head(self) -> tuple[int, int]:
+        """The newest cursor and `pruned_through`."""
+        with self._reader.connect() as conn:
+            head = int(conn.execute(select(func.max(_events.c.cursor))).scalar() or 0)
+            return head, _meta_value(conn, PRUNED_THROUGH)
+
+    def close(self) -> None:
+        if self._reader is not self.engine:
+            self._reader.dispose()
+        self.engine.dispose()
+
+
+def _meta_value(conn: Connection, key: str) -> int:
+    return int(conn.execute(select(_meta.c.value).where(_meta.c.key == key)).scalar() or 0)
+
+
+def _reader_engine(engine: Engine) -> Engine:
+    """On SQLite, a second engine whose connections read in autocommit mode (WAL: readers never block the
+    writer). PostgreSQL reads under READ COMMITTED on the same engine."""
+    if engine.dialect.name != "sqlite":
+        return engine
+    reader = create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(reader, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+    return reader

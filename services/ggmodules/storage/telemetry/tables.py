@@ -1,0 +1,69 @@
+"""Telemetry's tables. Every name starts with `tel_` so Telemetry can share a database with the others."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import BigInteger, Column, Index, Integer, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+from ggmodules.storage.idempotency import IdempotencyRow
+from ggmodules.storage.outbox import OutboxRow, StreamHeadRow
+
+
+class TelEventRow(SQLModel, table=True):
+    """Telemetry's log: every event of every origin, stored once, in the order Telemetry stored it."""
+
+    __tablename__ = "tel_events"
+    __table_args__: Any = (
+        UniqueConstraint("origin", "origin_seq", name="uq_tel_events_origin_seq"),
+        Index("ix_tel_events_run", "run_id", "cursor"),
+        Index("ix_tel_events_agent", "run_id", "agent_id", "cursor"),
+        # Never reuse a cursor, even after the newest rows were pruned.
+        {"sqlite_autoincrement": True},
+    )
+
+    cursor: int | None = Field(
+        default=None,
+        sa_column=Column(
+            BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=True
+        ),
+    )
+    origin: str
+    origin_seq: int = Field(sa_type=BigInteger)
+    run_id: str
+    agent_id: str
+    # A serialized ggmodules.common.v1.Event, origin_seq included.
+    payload: bytes
+
+
+class TelMetaRow(SQLModel, table=True):
+    """Counters that outlive pruning: `pruned_through`, and `origin/<name>` (highest origin_seq stored)."""
+
+    __tablename__ = "tel_meta"
+
+    key: str = Field(primary_key=True)
+    value: int = Field(default=0, sa_type=BigInteger)
+
+
+class TelOutboxRow(OutboxRow, table=True):
+    """Telemetry's own events (ReportTurn): minted here with origin "telemetry", then logged."""
+
+    __tablename__ = "tel_outbox"
+
+
+class TelStreamHeadRow(StreamHeadRow, table=True):
+    __tablename__ = "tel_stream_heads"
+
+
+class TelRequestRow(IdempotencyRow, table=True):
+    __tablename__ = "tel_requests"
+
+
+TABLES = [
+    TelEventRow.__table__,  # type: ignore[attr-defined]
+    TelMetaRow.__table__,  # type: ignore[attr-defined]
+    TelOutboxRow.__table__,  # type: ignore[attr-defined]
+    TelStreamHeadRow.__table__,  # type: ignore[attr-defined]
+    TelRequestRow.__table__,  # type: ignore[attr-defined]
+]

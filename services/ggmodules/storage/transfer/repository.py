@@ -1,0 +1,173 @@
+"""The Transfer journal repository: one unit of work per transaction, over SQLAlchemy Core.
+
+Two calls with one request id racing to journal it: the second insert collides, the unit runs again and
+finds the first one's row.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sqlalchemy import select, update
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import SQLModel
+
+from ggmodules.core.errors import AlreadyExists, NotFound, Reason
+from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.storage.transfer.tables import TABLES, TrTransferRow
+
+T = TypeVar("T")
+_transfers = TrTransferRow.__table__  # type: ignore[attr-defined]
+_MUTABLE = (
+    "from_state", "successor_profile", "successor_fsm_state", "state", "step", "plan", "opening_note",
+    "successor_agent_id", "handover", "failure", "failure_code", "failure_reason", "failure_metadata",
+    "completed_us",
+)
+
+
+def now_us() -> int:
+    return time.time_ns() // 1000
+
+
+@dataclass(frozen=True)
+class TransferRecord:
+    transfer_id: str
+    request_id: str
+    request_hash: str
+    run_id: str
+    kind: TransferKind
+    predecessor_agent_id: str
+    state: TransferState
+    step: int
+    created_us: int
+    from_state: str = ""
+    to_state: str = ""
+    successor_profile: str = ""
+    successor_fsm_state: str = ""
+    plan: bytes = b""
+    opening_note: str = ""
+    successor_agent_id: str = ""
+    handover: bytes = b""
+    failure: str = ""
+    failure_code: str = ""
+    failure_reason: str = ""
+    failure_metadata: dict[str, str] = field(default_factory=dict)
+    completed_us: int = 0
+
+
+class TransferRepository:
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def create_tables(self) -> None:
+        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+
+    def transact(self, work: Callable[[TransferUnit], T]) -> T:
+        """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""
+        for attempt in range(3):
+            try:
+                with self.engine.begin() as conn:
+                    return work(TransferUnit(conn))
+            except IntegrityError:
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")
+
+
+class TransferUnit:
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+
+    def by_request(self, request_id: str, request_hash: str) -> TransferRecord | None:
+        """The transfer journaled under this request id; reuse with another request is refused."""
+        row = self.conn.execute(select(_transfers).where(_transfers.c.request_id == request_id)).first()
+        if row is None:
+            return None
+        if row.request_hash != request_hash:
+            raise AlreadyExists(
+                f"request_id {request_id!r} was already used for a different transfer request; "
+                "use a new request id for a new transfer",
+                reason=Reason.REQUEST_ID_REUSED,
+                metadata={"request_id": request_id, "transfer_id": row.transfer_id},
+            )
+        return _record(row)
+
+    def find(self, run_id: str, *, transfer_id: str = "", request_id: str = "") -> TransferRecord:
+        column, value = (
+            (_transfers.c.transfer_id, transfer_id) if transfer_id else (_transfers.c.request_id, request_id)
+        )
+        stmt = select(_transfers).where(column == value, _transfers.c.run_id == run_id)
+        row = self.conn.execute(stmt).first()
+        if row is None:
+            what = f"transfer {transfer_id!r}"
+            if not transfer_id:
+                what = f"a transfer asked with request id {request_id!r}"
+            raise NotFound(
+                f"{what} does not exist in run {run_id}; check the run and the id",
+                reason=Reason.ENTRY_NOT_FOUND,
+                metadata={"run_id": run_id, "transfer_id": transfer_id, "request_id": request_id},
+            )
+        return _record(row)
+
+    def get(self, transfer_id: str) -> TransferRecord:
+        row = self.conn.execute(select(_transfers).where(_transfers.c.transfer_id == transfer_id)).one()
+        return _record(row)
+
+    def add(self, record: TransferRecord) -> None:
+        self.conn.execute(
+            _transfers.insert().values(
+                transfer_id=record.transfer_id, request_id=record.request_id or None,
+                request_hash=record.request_hash, run_id=record.run_id, kind=int(record.kind),
+                predecessor_agent_id=record.predecessor_agent_id, to_state=record.to_state,
+                created_us=record.created_us, **_values(record),
+            )
+        )
+
+    def save(self, record: TransferRecord) -> bool:
+        """Journals a later step of a pending transfer; False when it has already moved past it."""
+        result = self.conn.execute(
+            update(_transfers)
+            .where(
+                _transfers.c.transfer_id == record.transfer_id,
+                _transfers.c.state == int(TransferState.PENDING),
+                _transfers.c.step <= record.step,
+            )
+            .values(**_values(record))
+        )
+        return bool(result.rowcount)
+
+    def pending_ids(self) -> list[str]:
+        rows = self.conn.execute(
+            select(_transfers.c.transfer_id)
+            .where(_transfers.c.state == int(TransferState.PENDING))
+            .order_by(_transfers.c.seq)
+        ).all()
+        return [r.transfer_id for r in rows]
+
+
+def _values(record: TransferRecord) -> dict[str, Any]:
+    values = {name: getattr(record, name) for name in _MUTABLE}
+    values["state"] = int(record.state)
+    values["plan"] = record.plan or None
+    values["handover"] = record.handover or None
+    values["failure_metadata"] = json.dumps(record.failure_metadata, sort_keys=True)
+    return values
+
+
+def _record(row: Any) -> TransferRecord:
+    return TransferRecord(
+        transfer_id=row.transfer_id, request_id=row.request_id or "", request_hash=row.request_hash,
+        run_id=row.run_id, kind=TransferKind(row.kind), predecessor_agent_id=row.predecessor_agent_id,
+        state=TransferState(row.state), step=int(row.step), created_us=int(row.created_us),
+        from_state=row.from_state, to_state=row.to_state, successor_profile=row.successor_profile,
+        successor_fsm_state=row.successor_fsm_state, plan=bytes(row.plan or b""),
+        opening_note=row.opening_note,
+        successor_agent_id=row.successor_agent_id, handover=bytes(row.handover or b""), failure=row.failure,
+        failure_code=row.failure_code, failure_reason=row.failure_reason,
+        failure_metadata=json.loads(row.failure_metadata or "{}"), completed_us=int(row.completed_us),
+    )

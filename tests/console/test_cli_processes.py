@@ -1,0 +1,84 @@
+"""`ggmodules console RUN --once` against real service processes: ModuleStore and Registry report to
+Telemetry, and the console prints the three views of the run from Telemetry's stream."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
+from ggmodules.registry.v1 import registry_service_pb2_grpc
+from ggmodules.telemetry.v1 import telemetry_service_pb2 as tpb
+from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
+from ggmodules.transfer.v1 import transfer_service_pb2_grpc
+from tests.console.runs import Run, Stubs, full, module, profile
+from tests.harness import ROOT, ServiceProcess, processes
+
+
+@pytest.fixture()
+def services(tmp_path: Path) -> Iterator[list[ServiceProcess]]:
+    db = tmp_path.as_posix()
+    with processes(("modulestore", ("--database-url", f"sqlite:///{db}/ms.db"))) as (ms,), processes(
+        ("registry", ("--database-url", f"sqlite:///{db}/reg.db", "--modulestore-address", ms.address)),
+    ) as (reg,):
+        args = ("--database-url", f"sqlite:///{db}/tel.db", "--modulestore-address", ms.address,
+                "--registry-address", reg.address)
+        with processes(("telemetry", args)) as (tel,):
+            yield [ms, reg, tel]
+
+
+def _wait_for(telemetry: str, run_id: str, stored: int) -> None:
+    """Reads the run's stream until Telemetry holds `stored` of its events."""
+    with grpc.insecure_channel(telemetry) as channel:
+        stub = telemetry_service_pb2_grpc.TelemetryServiceStub(channel)
+        stream = stub.Subscribe(tpb.SubscribeRequest(run_id=run_id, heartbeat_ms=100), timeout=30)
+        seen = 0
+        for item in stream:
+            seen += item.WhichOneof("item") == "event"
+            if seen >= stored:
+                stream.cancel()
+                return
+
+
+def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
+    services: list[ServiceProcess],
+) -> None:
+    ms, reg, tel = services
+    stubs = Stubs(
+        registry_service_pb2_grpc.RegistryServiceStub(grpc.insecure_channel(reg.address)),
+        modulestore_service_pb2_grpc.ModuleStoreServiceStub(grpc.insecure_channel(ms.address)),
+        transfer_service_pb2_grpc.TransferServiceStub(grpc.insecure_channel(ms.address)),  # not called
+    )
+    run = Run.create(None, full("planner"), profile("coder", tasks=module()), stubs=stubs)
+    a = run.open("planner")
+    coder = run.spawn(a, "coder")
+    run.say(a, "hello from the planner")
+    _wait_for(tel.address, run.run_id, len(run.events()))
+    out = subprocess.run(
+        [sys.executable, "-m", "ggmodules.cli.main", "console", run.run_id, "--once",
+         "--telemetry-address", tel.address],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert [line for line in text.splitlines() if line.startswith("== ")] == [
+        "== Instances ==", "== Modules ==", "== Agents ==",
+    ]
+    assert f"{a}  [planner, open, running]" in text and f"subagents: {coder}" in text
+    assert "turn 1 #1 user: hello from the planner" in text
+    assert "board: 1 stores · 2 holders · 2 running · 1 shared (widest 2)" in text
+    assert "  board     run-global    board-0" in text
+
+
+def test_console_reports_an_unknown_run_and_exits_non_zero(services: list[ServiceProcess]) -> None:
+    out = subprocess.run(
+        [sys.executable, "-m", "ggmodules.cli.main", "console", "run-000000000000", "--once",
+         "--telemetry-address", services[2].address],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )
+    assert out.returncode == 1 and "has no telemetry" in out.stderr

@@ -1,0 +1,110 @@
+"""Telemetry as its own process: killed mid-stream, down while the others write, started late. Nothing is
+lost and nothing arrives twice; a subscriber resumes by cursor (R33)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ggmodules.common.v1 import event_pb2
+from tests.harness import ServiceProcess
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, is_write_of
+
+
+@pytest.fixture()
+def bare(backend: str, tmp_path: Path) -> Iterator[Rig]:
+    """ModuleStore and Registry; the test starts Telemetry as a process."""
+    r = Rig(backend, tmp_path, telemetry=False)
+    yield r
+    r.close()
+
+
+def key(ev: event_pb2.Event) -> tuple[str, int]:
+    return ev.origin, ev.origin_seq
+
+
+def assert_complete(rig: Rig, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
+    """Every event of the run once: ModuleStore's in its own order, Registry's `created`; cursors rising."""
+    cursors = [c for c, _ in got]
+    assert cursors == sorted(set(cursors))
+    assert len({key(ev) for _, ev in got}) == len(got)
+    assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in rig.outbox(run)]
+    assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
+
+
+def read_run(
+    rig: Rig,
+    run: str,
+    marker: str,
+    seen: list[tuple[int, event_pb2.Event]] = (),  # type: ignore[assignment]
+) -> list[tuple[int, event_pb2.Event]]:
+    """`seen`, then the run's stream after it up to `marker` and until Registry's `created` is in (it comes
+    from another origin, so anywhere in between)."""
+    sub = rig.subscribe(run, after=seen[-1][0] if seen else 0)
+    got = list(seen) + sub.until(is_write_of(marker))
+    while not any(ev.origin == "registry" for _, ev in got):
+        got.append(sub.next_event())
+    sub.close()
+    return got
+
+
+def test_kill_9_mid_stream_then_resume_by_cursor_no_gap_no_duplicate(bare: Rig) -> None:
+    bare.start_telemetry_process()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    for n in range(10):
+        bare.say(run, coder.agent_id, history, f"before {n}")
+    bare.say(run, coder.agent_id, history, "before the kill")
+
+    sub = bare.subscribe(run)
+    seen = sub.until(is_write_of("before 4"))
+    first = bare.telemetry
+    assert isinstance(first, ServiceProcess)
+    first.kill()
+
+    # The others keep working while Telemetry is gone; their outboxes hold the events.
+    for n in range(10):
+        bare.say(run, coder.agent_id, history, f"while down {n}")
+    bare.say(run, coder.agent_id, history, "end")
+
+    bare.start_telemetry_process()  # same database
+    got = read_run(bare, run, "end", seen)
+    assert_complete(bare, run, got)
+    texts = [
+        m.content
+        for _, ev in got
+        if ev.WhichOneof("body") == "write"
+        for m in ev.write.delta.history.messages
+    ]
+    assert texts == [f"before {n}" for n in range(10)] + ["before the kill"] + [
+        f"while down {n}" for n in range(10)
+    ] + ["end"]
+
+
+def test_telemetry_down_while_writes_happen_then_up_nothing_lost(bare: Rig) -> None:
+    # Telemetry has never run: every event waits in the outboxes.
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    for n in range(5):
+        bare.say(run, coder.agent_id, history, f"early {n}")
+    bare.say(run, coder.agent_id, history, "first end")
+
+    telemetry = bare.start_telemetry_process()
+    first = read_run(bare, run, "first end")
+    assert_complete(bare, run, first)
+
+    telemetry.kill()
+    for n in range(5):
+        bare.say(run, coder.agent_id, history, f"late {n}")
+    bare.say(run, coder.agent_id, history, "second end")
+    bare.start_telemetry_process()
+
+    # From the beginning again, on the restarted Telemetry: the whole run once.
+    everything = read_run(bare, run, "second end")
+    assert everything[: len(first)] == first
+    assert_complete(bare, run, everything)

@@ -1,0 +1,90 @@
+"""OutboxService.WatchOutbox on ModuleStore and Registry: the feed Telemetry follows."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.common.v1 import outbox_service_pb2 as pb
+from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.runtime.outbox_service import Holes
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, Subscription, is_write_of
+
+
+def watch(rig: Rig, address: str, after: int, heartbeat_ms: int = 50) -> Any:
+    stub = pb_grpc.OutboxServiceStub(rig.channel(address))
+    sub = Subscription(
+        stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=heartbeat_ms))
+    )
+    rig.subscriptions.append(sub)
+    return sub
+
+
+def test_watch_outbox_sends_every_event_after_a_position_in_order_then_heartbeats(rig: Rig) -> None:
+    run = create_run(rig.reg, full_profile("coder")).run_id
+    coder = open_instance(rig.reg, run, "coder")
+    everything = rig.outbox(run)
+    start = everything[2].origin_seq
+
+    feed = watch(rig, rig.modulestore.address, start)
+    got: list[Any] = []
+    while not got or got[-1].origin_seq < everything[-1].origin_seq:
+        batch = feed.next()
+        got += [ev for ev in batch.events if ev.run_id == run]
+        assert batch.head_origin_seq >= max([e.origin_seq for e in batch.events], default=0)
+    assert [ev.origin_seq for ev in got] == [ev.origin_seq for ev in everything[3:]]
+    assert got == everything[3:]
+
+    idle = feed.next()
+    assert not idle.events and idle.head_origin_seq >= everything[-1].origin_seq
+
+    rig.say(run, coder.agent_id, store_ids(coder)["history"], "new")
+    batch = feed.next()
+    while not batch.events:  # a heartbeat may be on its way already
+        batch = feed.next()
+    assert [ev.WhichOneof("body") for ev in batch.events] == ["write"]
+    assert batch.events[0].origin_seq == batch.head_origin_seq == rig.outbox(run)[-1].origin_seq
+
+
+def test_registry_serves_its_outbox_too(rig: Rig) -> None:
+    feed = watch(rig, rig.registry.address, 0, heartbeat_ms=1000)
+    run = create_run(rig.reg, full_profile("coder")).run_id
+    events = []
+    while not any(ev.run_id == run for ev in events):
+        events += feed.next().events
+    assert [ev.origin for ev in events] == ["registry"] * len(events)
+    assert [ev.origin_seq for ev in events] == list(range(1, len(events) + 1))
+    mine = [ev for ev in events if ev.run_id == run]
+    assert [(ev.run.status, ev.agent_id) for ev in mine] == [("created", "")]
+
+
+def test_concurrent_writers_reach_telemetry_once_each_in_origin_order(rig: Rig) -> None:
+    """On PostgreSQL, origin_seq values can commit out of order: the feed holds at a hole until it fills."""
+    run = create_run(rig.reg, full_profile("coder")).run_id
+    agents = [open_instance(rig.reg, run, "coder") for _ in range(6)]
+
+    def work(agent: Any) -> None:
+        for n in range(15):
+            rig.say(run, agent.agent_id, store_ids(agent)["history"], f"{agent.agent_id} {n}")
+
+    with ThreadPoolExecutor(len(agents)) as pool:
+        list(pool.map(work, agents))
+    last = agents[0]
+    rig.say(run, last.agent_id, store_ids(last)["history"], "end")
+
+    got = rig.subscribe(run).until(is_write_of("end"))
+    from_modulestore = [ev.origin_seq for _, ev in got if ev.origin == "modulestore"]
+    assert from_modulestore == [ev.origin_seq for ev in rig.outbox(run)]
+
+
+def test_a_hole_in_origin_seq_holds_the_feed_until_it_fills_or_ages_out() -> None:
+    def events(*seqs: int) -> list[event_pb2.Event]:
+        return [event_pb2.Event(origin_seq=s) for s in seqs]
+
+    waiting = Holes(grace=3600)
+    assert [e.origin_seq for e in waiting.ready(0, events(1, 2, 4, 5))] == [1, 2]
+    assert [e.origin_seq for e in waiting.ready(2, events(3, 4, 5))] == [3, 4, 5]
+    rolled_back = Holes(grace=0)
+    assert [e.origin_seq for e in rolled_back.ready(0, events(1, 2, 4, 5))] == [1, 2, 4, 5]

@@ -1,0 +1,177 @@
+"""Shared by the Transfer tests over real services: runs, writes in each kind, transfers, and reading back
+what a successor got (outcomes, roster, store contents, the outbox)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+
+from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.common.v1 import event_pb2
+from ggmodules.modulestore.v1 import modulestore_pb2 as ms
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.registry.v1 import registry_pb2
+from ggmodules.registry.v1 import registry_service_pb2 as reg
+from ggmodules.transfer.v1 import transfer_pb2
+from ggmodules.transfer.v1 import transfer_service_pb2 as tr
+from tests.harness import status_of
+from tests.registry.builders import KIND_WORD, rows
+
+KIND = {word: kind for kind, word in KIND_WORD.items()}
+OUTCOME = {
+    c.OUTCOME_CARRIED: "carried",
+    c.OUTCOME_DROPPED: "dropped",
+    c.OUTCOME_REINITIALIZED: "reinitialized",
+    c.OUTCOME_FRESH: "fresh",
+}
+
+
+def transition(
+    transfer: Any, run_id: str, agent_id: str, to_state: str, request_id: str = ""
+) -> transfer_pb2.Transfer:
+    request = tr.TransitionRequest(request_id=request_id, run_id=run_id, agent_id=agent_id, to_state=to_state)
+    answer: transfer_pb2.Transfer = transfer.Transition(request).transfer
+    return answer
+
+
+def exec_(
+    transfer: Any, run_id: str, agent_id: str, profile: str, request_id: str = ""
+) -> transfer_pb2.Transfer:
+    request = tr.ExecRequest(request_id=request_id, run_id=run_id, agent_id=agent_id, profile=profile)
+    answer: transfer_pb2.Transfer = transfer.Exec(request).transfer
+    return answer
+
+
+def outcomes(t: transfer_pb2.Transfer) -> dict[str, tuple[str, str, str]]:
+    """Per kind word: (outcome, store before, store after)."""
+    return {KIND_WORD[o.kind]: (OUTCOME[o.outcome], o.store_id_before, o.store_id_after) for o in t.outcomes}
+
+
+def instance(registry: Any, run_id: str, agent_id: str) -> registry_pb2.Instance:
+    found: registry_pb2.Instance = registry.GetInstance(
+        reg.GetInstanceRequest(run_id=run_id, agent_id=agent_id)
+    ).instance
+    return found
+
+
+def run_status(registry: Any, run_id: str) -> registry_pb2.Run:
+    run: registry_pb2.Run = registry.GetRun(reg.GetRunRequest(run_id=run_id)).run
+    return run
+
+
+def instance_ids(registry: Any, run_id: str) -> list[str]:
+    page = registry.ListInstances(reg.ListInstancesRequest(run_id=run_id, page_size=500))
+    return [i.agent_id for i in page.instances]
+
+
+# -- writing one recognisable thing into a store of each kind
+
+
+def _op(word: str, marker: str, strategy: int = c.MEMORY_STRATEGY_SCRATCHPAD) -> dict[str, Any]:
+    if word == "history":
+        return {
+            "append_messages": svc.AppendMessages(messages=[ms.MessageInput(role="user", content=marker)])
+        }
+    if word == "memories":
+        if strategy == c.MEMORY_STRATEGY_MARKDOWN_INDEX:
+            return {"write_file": svc.WriteFile(name=marker, body=marker, index_line=marker)}
+        return {"write_pad": svc.WritePad(text=marker)}
+    if word == "tasks":
+        return {"create_task": svc.CreateTask(title=marker)}
+    if word == "board":
+        return {"create_issue": svc.CreateIssue(prefix="BUG", title=marker)}
+    if word == "skills":
+        return {"put_skill": svc.PutSkill(name=marker, description=marker, body=marker)}
+    return {
+        "archive_thread": svc.ArchiveThread(
+            title=marker, messages=[ms.MessageInput(role="user", content="x")]
+        )
+    }
+
+
+def put(modulestore: Any, inst: registry_pb2.Instance, word: str, marker: str) -> svc.WriteResponse:
+    row = rows(inst)[word]
+    request = svc.WriteRequest(
+        run_id=inst.run_id, agent_id=inst.agent_id, store_id=row.store_id, **_op(word, marker, row.strategy)
+    )
+    response: svc.WriteResponse = modulestore.Write(request)
+    return response
+
+
+def put_everything(modulestore: Any, inst: registry_pb2.Instance, marker: str) -> None:
+    for word, row in rows(inst).items():
+        if row.enabled:
+            put(modulestore, inst, word, marker)
+
+
+def markers(contents: Any, word: str) -> list[str]:
+    """The recognisable texts a store of `word` holds."""
+    got = getattr(contents, word)
+    if word == "history":
+        return [m.content for m in got.messages]
+    if word == "memories":
+        return [e.body for e in got.entries]
+    if word == "tasks":
+        return [t.title for t in got.tasks]
+    if word == "board":
+        return [i.title for i in got.issues]
+    if word == "skills":
+        return [s.name for s in got.catalogue]
+    return [t.title for t in got.threads]
+
+
+def store(modulestore: Any, run_id: str, store_id: str, agent_id: str) -> svc.GetStoreResponse:
+    response: svc.GetStoreResponse = modulestore.GetStore(
+        svc.GetStoreRequest(run_id=run_id, store_id=store_id, agent_id=agent_id)
+    )
+    return response
+
+
+def holders(modulestore: Any, run_id: str, store_id: str) -> dict[str, bool]:
+    """Agent id -> active, for one store of the run."""
+    found: dict[str, bool] = {}
+    token = ""
+    while True:
+        page = modulestore.ListStores(svc.ListStoresRequest(run_id=run_id, page_size=500, page_token=token))
+        for s in page.stores:
+            if s.store_id == store_id:
+                found = {h.agent_id: h.active for h in s.holders}
+        token = page.next_page_token
+        if not token:
+            return found
+
+
+# -- the outbox
+
+
+def head(modulestore: Any) -> int:
+    return int(modulestore.ReadOutbox(svc.ReadOutboxRequest(after_origin_seq=0, page_size=1)).head_origin_seq)
+
+
+def events_after(modulestore: Any, run_id: str, after: int) -> list[event_pb2.Event]:
+    out: list[event_pb2.Event] = []
+    while True:
+        page = modulestore.ReadOutbox(
+            svc.ReadOutboxRequest(after_origin_seq=after, page_size=500, run_id=run_id)
+        )
+        out.extend(page.events)
+        if not page.events:
+            return out
+        after = page.events[-1].origin_seq
+
+
+def shape(events: list[event_pb2.Event]) -> list[tuple[str, str, str]]:
+    """(body, agent, store) per event."""
+    return [(e.WhichOneof("body") or "", e.agent_id, e.store_id) for e in events]
+
+
+def refused(call: Callable[[], object]) -> tuple[grpc.StatusCode, str, str]:
+    """Calls `call`, expecting a refusal: its code, ErrorInfo reason and message."""
+    try:
+        call()
+    except grpc.RpcError as err:
+        code, reason = status_of(err)
+        return code, reason, err.details() or ""  # type: ignore[attr-defined]
+    raise AssertionError("the call was expected to be refused")

@@ -1,0 +1,344 @@
+"""Transfer rules by name (R21-R24, R26, R27, R30-R31, R35, R36, the run's board) and its refusals, over the
+real services."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import grpc
+
+from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.registry.v1 import registry_pb2
+from ggmodules.registry.v1 import registry_service_pb2 as reg
+from ggmodules.transfer.v1 import transfer_pb2
+from ggmodules.transfer.v1 import transfer_service_pb2 as tr
+from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
+from tests.transfer.flows import (
+    events_after,
+    exec_,
+    head,
+    holders,
+    instance,
+    instance_ids,
+    markers,
+    outcomes,
+    put,
+    refused,
+    run_status,
+    store,
+    transition,
+)
+
+PAD, INDEX = c.MEMORY_STRATEGY_SCRATCHPAD, c.MEMORY_STRATEGY_MARKDOWN_INDEX
+PLANNING = fsm(
+    "plan",
+    {"plan": "planner", "code": "coder"},
+    edge("plan", "code", "history", "tasks"),
+)
+
+
+def _caps(modulestore: Any, run_id: str, store_id: str) -> tuple[int, int]:
+    page = modulestore.ListStores(svc.ListStoresRequest(run_id=run_id, page_size=500))
+    found = next(s for s in page.stores if s.store_id == store_id)
+    return found.caps.max_items, found.caps.max_bytes
+
+
+def _write(modulestore: Any, inst: registry_pb2.Instance, word: str, **op: Any) -> svc.WriteResponse:
+    request = svc.WriteRequest(
+        run_id=inst.run_id, agent_id=inst.agent_id, store_id=rows(inst)[word].store_id, **op
+    )
+    response: svc.WriteResponse = modulestore.Write(request)
+    return response
+
+
+def test_r21_carried_module_takes_the_receiving_profiles_caps_and_mode(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    reviewer = profile("reviewer", tasks=module(read_only=True, caps={"max_items": 9, "max_bytes": 9000}))
+    run = create_run(registry, full_profile("planner"), reviewer)
+    planner = open_instance(registry, run.run_id, "planner")
+    put(modulestore, planner, "tasks", "write the spec")
+
+    done = exec_(transfer, run.run_id, planner.agent_id, "reviewer")
+
+    successor = instance(registry, run.run_id, done.successor_agent_id)
+    tasks = rows(successor)["tasks"]
+    assert (tasks.store_id, tasks.may_write) == (rows(planner)["tasks"].store_id, False)
+    assert _caps(modulestore, run.run_id, tasks.store_id) == (9, 9000)
+    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "sneak one in"))
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
+
+
+def test_r21_memory_strategy_mismatch_is_reinitialized_and_the_note_says_why(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    run = create_run(registry, full_profile("planner", strategy=PAD), full_profile("coder", strategy=INDEX))
+    planner = open_instance(registry, run.run_id, "planner")
+    put(modulestore, planner, "memories", "remember the milk")
+
+    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
+
+    outcome, before, after = outcomes(done)["memories"]
+    assert (outcome, before) == ("reinitialized", rows(planner)["memories"].store_id)
+    assert after != before
+    assert (
+        f"memories were re-initialized: {planner.agent_id} kept a scratchpad and profile coder keeps a "
+        "markdown index, and a scratchpad cannot be read as a markdown index"
+    ) in done.opening_note
+    note = next(o.note for o in done.outcomes if o.kind == c.KIND_MEMORIES)
+    assert "cannot be read as a markdown index" in note
+    fresh = store(modulestore, run.run_id, after, done.successor_agent_id).contents.memories
+    assert (fresh.strategy, list(fresh.entries)) == (INDEX, [])
+
+
+def test_r22_caps_are_re_pointed_only_for_the_sole_holder(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    shared = full_profile("planner", scope=c.MEMORY_SCOPE_AGENT, caps={"max_items": 50})
+    coder = full_profile("coder", scope=c.MEMORY_SCOPE_INSTANCE, caps={"max_items": 2})
+    coder.modules["tasks"].caps.max_items = 3
+    run = create_run(registry, shared, coder)
+    planner = open_instance(registry, run.run_id, "planner")
+    other = open_instance(registry, run.run_id, "planner")  # a second holder of the profile's memories
+    memories, tasks = rows(planner)["memories"].store_id, rows(planner)["tasks"].store_id
+    assert rows(other)["memories"].store_id == memories
+
+    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
+
+    assert outcomes(done)["memories"] == ("carried", memories, memories)
+    assert _caps(modulestore, run.run_id, memories) == (50, 0)  # held with planner-1 too: its caps stay
+    assert _caps(modulestore, run.run_id, tasks) == (3, 0)  # the planner held it alone: re-pointed
+
+
+def test_r23_caps_tighten_forward_only(registry: Any, modulestore: Any, transfer: Any) -> None:
+    tight = full_profile("coder")
+    tight.modules["tasks"].caps.max_items = 2
+    run = create_run(registry, full_profile("planner"), tight)
+    planner = open_instance(registry, run.run_id, "planner")
+    for title in ("one", "two", "three"):
+        put(modulestore, planner, "tasks", title)
+
+    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
+
+    successor = instance(registry, run.run_id, done.successor_agent_id)
+    tasks = rows(successor)["tasks"].store_id
+    assert markers(store(modulestore, run.run_id, tasks, successor.agent_id).contents, "tasks") == [
+        "one",
+        "two",
+        "three",
+    ]
+    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "four"))
+    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert len(store(modulestore, run.run_id, tasks, successor.agent_id).contents.tasks.tasks) == 3
+
+
+def test_r24_window_arrives_with_the_system_prompt_slot_empty(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), machine=PLANNING)
+    planner = open_instance(registry, run.run_id, "planner")
+    _write(modulestore, planner, "history", set_system_prompt=svc.SetSystemPrompt(text="you plan"))
+    for turn in range(3):
+        _write(
+            modulestore,
+            planner,
+            "history",
+            append_messages=svc.AppendMessages(
+                messages=[{"role": "user", "content": f"turn {turn}"}],
+                start_turn=True,
+            ),
+        )
+    window = rows(planner)["history"].store_id
+    before = store(modulestore, run.run_id, window, planner.agent_id).contents.history
+
+    done = transition(transfer, run.run_id, planner.agent_id, "code")
+
+    successor = instance(registry, run.run_id, done.successor_agent_id)
+    after = store(modulestore, run.run_id, window, successor.agent_id).contents.history
+    assert (after.system_prompt, after.system_prompt_set) == ("", False)
+    assert [m.content for m in after.messages] == [m.content for m in before.messages]
+    assert (after.turn, after.message_count) == (before.turn, before.message_count) == (3, 3)
+    _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="you code"))
+    code, reason, _ = refused(
+        lambda: _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="again"))
+    )
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
+
+
+def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_error(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    planner = full_profile("planner")
+    reviewer = profile("reviewer", tasks=module())  # no memories
+    machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code", "history", "memories"))
+    run = create_run(registry, planner, reviewer, full_profile("coder"), machine=machine)
+    first = open_instance(registry, run.run_id, "planner")
+    handed = exec_(transfer, run.run_id, first.agent_id, "reviewer")
+    reviewer_0 = instance(registry, run.run_id, handed.successor_agent_id)
+    assert (reviewer_0.fsm_state, rows(reviewer_0)["memories"].enabled) == ("plan", False)
+    agents, since = instance_ids(registry, run.run_id), head(modulestore)
+
+    ask = tr.TransitionRequest(
+        request_id="r26", run_id=run.run_id, agent_id=reviewer_0.agent_id, to_state="code"
+    )
+    code, reason, message = refused(lambda: transfer.Transition(ask))
+
+    assert (code, reason) == (grpc.StatusCode.INTERNAL, "RUN_INTERNAL_ERROR")
+    assert "memories" in message and reviewer_0.agent_id in message
+    ended = run_status(registry, run.run_id)
+    assert ended.status == registry_pb2.RUN_STATUS_INTERNAL_ERROR
+    assert "memories" in ended.status_detail
+    # Nothing of the transfer was applied: no successor, ModuleStore unchanged, the reviewer still holds.
+    assert instance_ids(registry, run.run_id) == agents
+    assert instance(registry, run.run_id, reviewer_0.agent_id).successor_agent_id == ""
+    assert events_after(modulestore, run.run_id, since) == []
+    history = rows(reviewer_0)["history"].store_id
+    assert holders(modulestore, run.run_id, history)[reviewer_0.agent_id] is True
+    # The same request id gets the same answer; the journal says why.
+    assert refused(lambda: transfer.Transition(ask))[:2] == (code, reason)
+    journal = transfer.GetTransfer(tr.GetTransferRequest(run_id=run.run_id, request_id="r26")).transfer
+    assert journal.state == transfer_pb2.TRANSFER_STATE_FAILED
+    assert "memories" in journal.failure
+
+
+def test_r27_a_retry_with_the_same_request_id_returns_the_first_answer(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), machine=PLANNING)
+    planner = open_instance(registry, run.run_id, "planner")
+
+    first = transition(transfer, run.run_id, planner.agent_id, "code", request_id="once")
+    since = head(modulestore)
+    again = transition(transfer, run.run_id, planner.agent_id, "code", request_id="once")
+
+    assert again == first
+    assert first.state == transfer_pb2.TRANSFER_STATE_COMPLETED
+    assert instance_ids(registry, run.run_id) == [planner.agent_id, first.successor_agent_id]
+    assert events_after(modulestore, run.run_id, since) == []
+    by_request = transfer.GetTransfer(tr.GetTransferRequest(run_id=run.run_id, request_id="once")).transfer
+    by_id = transfer.GetTransfer(
+        tr.GetTransferRequest(run_id=run.run_id, transfer_id=first.transfer_id)
+    ).transfer
+    assert by_request == by_id == first
+    other = tr.ExecRequest(request_id="once", run_id=run.run_id, agent_id=planner.agent_id, profile="coder")
+    assert refused(lambda: transfer.Exec(other))[:2] == (grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED")
+
+
+def test_r30_r31_drain_then_roster_then_restate(registry: Any, modulestore: Any, transfer: Any) -> None:
+    run = create_run(registry, full_profile("planner"), profile("coder", tasks=module()), machine=PLANNING)
+    planner = open_instance(registry, run.run_id, "planner")
+    put(modulestore, planner, "tasks", "ship it")
+    since = head(modulestore)
+
+    done = transition(transfer, run.run_id, planner.agent_id, "code")
+
+    events = events_after(modulestore, run.run_id, since)
+    bodies = [e.WhichOneof("body") for e in events]
+    assert bodies == ["drain"] * 3 + ["roster"] + ["restate"] * 3  # memories, skills, archive drained
+    assert {e.drain.successor_agent_id for e in events[:3]} == {done.successor_agent_id}
+    roster = events[3]
+    assert (roster.agent_id, roster.roster.cause, roster.roster.predecessor_agent_id) == (
+        done.successor_agent_id,
+        "transition",
+        planner.agent_id,
+    )
+    assert roster.roster.opening_note == done.opening_note
+    assert list(roster.roster.rows) == list(done.roster)
+    restated = {e.kind: e.restate for e in events[4:]}
+    assert set(restated) == {c.KIND_HISTORY, c.KIND_TASKS, c.KIND_BOARD}
+    assert restated[c.KIND_TASKS].outcome == c.OUTCOME_CARRIED
+    assert [t.title for t in restated[c.KIND_TASKS].contents.tasks.tasks] == ["ship it"]
+    assert {r.predecessor_agent_id for r in restated.values()} == {planner.agent_id}
+
+
+def test_r35_store_ids_are_carried_and_a_shared_memories_binding_reports_the_profiles_store(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    agent = {"scope": c.MEMORY_SCOPE_AGENT}
+    run = create_run(registry, full_profile("planner", **agent), full_profile("coder", **agent))
+    planner = open_instance(registry, run.run_id, "planner")
+    coders_own = rows(open_instance(registry, run.run_id, "coder"))["memories"].store_id
+
+    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
+
+    got = outcomes(done)
+    assert got["memories"] == ("carried", rows(planner)["memories"].store_id, coders_own)
+    for word in ("history", "tasks", "board", "archive"):
+        assert got[word] == ("carried", rows(planner)[word].store_id, rows(planner)[word].store_id)
+    row = rows(instance(registry, run.run_id, done.successor_agent_id))["memories"]
+    assert (row.store_id, row.origin) == (coders_own, c.ORIGIN_PROFILE)
+
+
+def test_r36_the_successor_is_a_new_agent_and_the_predecessors_roster_never_changes(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), machine=PLANNING)
+    planner = open_instance(registry, run.run_id, "planner")
+
+    done = transition(transfer, run.run_id, planner.agent_id, "code")
+
+    assert done.successor_agent_id not in ("", planner.agent_id)
+    after = instance(registry, run.run_id, planner.agent_id)
+    assert list(after.roster) == list(planner.roster)
+    assert after.successor_agent_id == done.successor_agent_id
+    successor = instance(registry, run.run_id, done.successor_agent_id)
+    assert (successor.cause, successor.fsm_state, successor.profile) == ("transition", "code", "coder")
+    code, reason, _ = refused(lambda: put(modulestore, planner, "tasks", "late"))
+    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
+    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON")
+    assert done.successor_agent_id in message
+
+
+def test_the_board_is_carried_to_every_successor(registry: Any, modulestore: Any, transfer: Any) -> None:
+    bare = profile("bare")
+    machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code"))
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), bare, machine=machine)
+    planner = open_instance(registry, run.run_id, "planner")
+    board = rows(planner)["board"].store_id
+    put(modulestore, planner, "board", "the one board")
+
+    chain = [planner.agent_id]
+    chain.append(transition(transfer, run.run_id, chain[-1], "code").successor_agent_id)
+    chain.append(exec_(transfer, run.run_id, chain[-1], "bare").successor_agent_id)
+    chain.append(exec_(transfer, run.run_id, chain[-1], "planner").successor_agent_id)
+
+    for agent_id in chain[1:]:
+        row = rows(instance(registry, run.run_id, agent_id))["board"]
+        assert (row.store_id, row.origin, row.may_write) == (board, c.ORIGIN_RUN, True)
+    seen = store(modulestore, run.run_id, board, chain[-1]).contents
+    assert markers(seen, "board") == ["the one board"]
+
+
+def test_refusals_change_nothing(registry: Any, modulestore: Any, transfer: Any) -> None:
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), machine=PLANNING)
+    loose = create_run(registry, full_profile("planner"), full_profile("coder"))
+    planner = open_instance(registry, run.run_id, "planner")
+    outside = open_instance(registry, loose.run_id, "planner")
+    since = head(modulestore)
+
+    cases = [
+        (lambda: transition(transfer, run.run_id, planner.agent_id, "plan"), "NO_SUCH_EDGE", "'code'"),
+        (lambda: transition(transfer, loose.run_id, outside.agent_id, "code"), "NOT_IN_FSM", "no FSM"),
+        (lambda: exec_(transfer, run.run_id, planner.agent_id, "nobody"), "PROFILE_NOT_FOUND", "nobody"),
+        (lambda: exec_(transfer, run.run_id, "ghost-0", "coder"), "AGENT_NOT_FOUND", "ghost-0"),
+        (lambda: exec_(transfer, "run-000000000000", planner.agent_id, "coder"), "RUN_NOT_FOUND", ""),
+        (lambda: exec_(transfer, run.run_id, planner.agent_id, ""), "INVALID_FIELD", "profile"),
+        (lambda: transition(transfer, run.run_id, planner.agent_id, ""), "INVALID_FIELD", "to_state"),
+    ]
+    for call, want, words in cases:
+        _, reason, message = refused(call)
+        assert reason == want, message
+        assert words in message
+
+    assert instance_ids(registry, run.run_id) == [planner.agent_id]
+    assert events_after(modulestore, run.run_id, since) == []
+    registry.FinishRun(reg.FinishRunRequest(run_id=run.run_id))
+    code, reason, _ = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING")
+    missing = tr.GetTransferRequest(run_id=run.run_id, transfer_id="transfer-0")
+    assert refused(lambda: transfer.GetTransfer(missing))[:2] == (
+        grpc.StatusCode.NOT_FOUND,
+        "ENTRY_NOT_FOUND",
+    )
