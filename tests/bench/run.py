@@ -168,7 +168,7 @@ class TransferBench:
         self.quick = quick
         services = ("modulestore", "registry", "transfer")
         self.urls = [new_database_url("sqlite", service, directory) for service in services]
-        quiet = ("--log-level", "warning")
+        quiet = ("--log-level", os.environ.get("GGMODULES_BENCH_LOG_LEVEL", "warning"))
         self.procs: list[ServiceProcess] = []
         try:
             self.procs.append(ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet))

@@ -71,8 +71,9 @@ def up(argv: Sequence[str]) -> int:
             for child in children:
                 print(f"  {child.name:<12} {child.address}")
             print(
-                'Try it: .venv/bin/python -c "from ggmodules.sdk import Client; '
-                'print(Client().list_runs())"  (README.md has a whole session). Ctrl-C stops everything.',
+                "Try it: README.md has an SDK session to paste. Watch a run in the console:\n"
+                "  .venv/bin/ggmodules console RUN_ID          (live; add --once to print and exit)\n"
+                "Ctrl-C stops everything.",
                 flush=True,
             )
         while not stop.is_set():
