@@ -1,0 +1,135 @@
+"""Calling another service of the suite through its generated async stub.
+
+A refusal that is the caller's fault travels on unchanged: the dependency's DomainError is rebuilt from its
+google.rpc.Status (code, reason, message, metadata, field violations), so the one mapping in
+`ggmodules.runtime.errors` answers it again. Not reaching the dependency is `Unavailable` (the caller retries
+with the same request id). Anything else is a defect and is raised as one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import grpc
+import structlog
+from google.rpc import error_details_pb2, status_pb2
+
+from ggmodules.core.errors import (
+    AlreadyExists,
+    Code,
+    DomainError,
+    FailedPrecondition,
+    InvalidArgument,
+    NotFound,
+    PermissionDenied,
+    Reason,
+    ResourceExhausted,
+    Unavailable,
+)
+
+CALL_TIMEOUT_SECONDS = 10.0
+# Reconnect quickly once a dependency is back, rather than after grpc's default backoff of up to 2 minutes;
+# its own subchannels (not the process-wide pool), so a channel made afresh connects at once.
+CHANNEL_OPTIONS = [
+    ("grpc.initial_reconnect_backoff_ms", 200),
+    ("grpc.max_reconnect_backoff_ms", 2000),
+    ("grpc.use_local_subchannel_pool", 1),
+]
+
+_UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
+_CALLER_FAULT: dict[grpc.StatusCode, type[DomainError]] = {
+    grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
+    grpc.StatusCode.NOT_FOUND: NotFound,
+    grpc.StatusCode.ALREADY_EXISTS: AlreadyExists,
+    grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
+    grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
+    grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.OUT_OF_RANGE: FailedPrecondition,
+}
+_REASONS = {r.value: r for r in Reason}
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
+
+
+class Dependency:
+    """One service's async stub, made on first use inside the serving loop the channel must belong to.
+
+    `unreachable` finishes the sentence a caller reads when the dependency cannot be reached, saying what
+    that left undone and what to do (e.g. "nothing was opened; retry with the same request_id").
+    """
+
+    def __init__(
+        self,
+        name: str,
+        address: str,
+        stub: Callable[[grpc.aio.Channel], Any],
+        log: structlog.typing.FilteringBoundLogger,
+        unreachable: str,
+        timeout: float = CALL_TIMEOUT_SECONDS,
+    ) -> None:
+        self.name = name
+        self.address = address
+        self._make_stub = stub
+        self._log = log
+        self._unreachable = unreachable
+        self._timeout = timeout
+        self._channel: grpc.aio.Channel | None = None
+        self._stub: Any = None
+
+    async def call(self, method: str, request: Any) -> Any:
+        if self._stub is None:
+            self._channel = grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+            self._stub = self._make_stub(self._channel)
+        try:
+            return await getattr(self._stub, method)(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as err:
+            if err.code() is grpc.StatusCode.UNAVAILABLE:
+                # A fresh channel on the next call connects at once, instead of waiting out the old one's
+                # reconnect backoff, so a retry right after the service is back goes through.
+                await self.close()
+            raise self._refusal(method, err) from None
+
+    async def close(self) -> None:
+        channel, self._channel, self._stub = self._channel, None, None
+        if channel is not None:
+            await channel.close()
+
+    def _refusal(self, method: str, err: grpc.aio.AioRpcError) -> Exception:
+        code = err.code()
+        if code in _UNREACHABLE:
+            self._log.warning(
+                "dependency unreachable", dependency=self.name, address=self.address, method=method,
+                code=code.name, details=err.details(),
+            )
+            return Unavailable(
+                f"{self.name} at {self.address} cannot be reached ({code.name}); {self._unreachable}",
+                metadata={"dependency": self.name, "address": self.address},
+            )
+        refusal = _CALLER_FAULT.get(code)
+        if refusal is None:
+            return RuntimeError(f"{self.name} answered {method} with {code.name}: {err.details()}")
+        return rebuild(refusal, err)
+
+
+def rebuild(refusal: type[DomainError], err: grpc.aio.AioRpcError) -> DomainError:
+    """The DomainError the dependency raised, rebuilt from its google.rpc.Status."""
+    reason, metadata, violations = _status(err)
+    rebuilt = refusal(err.details() or "", reason=reason, metadata=metadata, violations=violations)
+    if err.code() is grpc.StatusCode.OUT_OF_RANGE:
+        rebuilt.code = Code.OUT_OF_RANGE
+    return rebuilt
+
+
+def _status(err: grpc.aio.AioRpcError) -> tuple[Reason | None, dict[str, str], list[tuple[str, str]]]:
+    status = status_pb2.Status()
+    for key, value in err.trailing_metadata() or ():
+        if key == _STATUS_DETAILS_KEY:
+            status.ParseFromString(value)
+    reason, metadata, violations = None, {}, []
+    for detail in status.details:
+        info, bad = error_details_pb2.ErrorInfo(), error_details_pb2.BadRequest()
+        if detail.Unpack(info):
+            reason, metadata = _REASONS.get(info.reason), dict(info.metadata)
+        elif detail.Unpack(bad):
+            violations = [(v.field, v.description) for v in bad.field_violations]
+    return reason, metadata, violations
