@@ -3,7 +3,8 @@
 Every service runs as its own OS process on this machine, as in production (Transfer with Registry and
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
-adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`) prints one section.
+adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`) prints
+one section.
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ import argparse
 import asyncio
 import os
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 import uuid
@@ -24,8 +27,10 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, modulestore_service_pb2_grpc
 from ggmodules.sdk import Client, Memories, Profile
+from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.harness import ServiceProcess, drop_database, new_database_url
+from tests.bench.raw_stream import stream_stub
+from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 
@@ -264,6 +269,250 @@ def transfer_figures(quick: bool) -> None:
     print(f"  exec({sizes[1]:,}) / exec({sizes[0]:,}) = {large / small:.2f} (target: the same within noise)")
 
 
+def say(run: str, agent: str, store: str, text: str) -> modulestore_service_pb2.WriteRequest:
+    """A one-message history append whose event the subscribers recognise by `text`."""
+    message = modulestore_pb2.MessageInput(role="user", content=text)
+    return modulestore_service_pb2.WriteRequest(
+        run_id=run, agent_id=agent, store_id=store,
+        append_messages=modulestore_service_pb2.AppendMessages(messages=[message]),
+    )  # fmt: skip
+
+
+def said(item: telemetry_service_pb2.SubscribeResponse) -> str:
+    """The text a streamed history append carried ("" for anything else)."""
+    if item.WhichOneof("item") != "event" or item.event.event.WhichOneof("body") != "write":
+        return ""
+    messages = item.event.event.write.delta.history.messages
+    return messages[0].content if messages else ""
+
+
+class RawStreamProcess:
+    """tests/bench/raw_stream.py as its own OS process; its address comes from its ready line."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.bench.raw_stream"], stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
+        assert self.proc.stdout is not None
+        line = self.proc.stdout.readline()
+        if not line.startswith("ready raw-stream "):
+            self.proc.kill()
+            self.proc.wait(10)
+            raise RuntimeError(f"the raw stream server did not start: {line!r}")
+        self.address = line.split()[2]
+
+    def terminate(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(15)
+
+
+class TelemetryBench:
+    """ModuleStore, Registry and Telemetry as three processes on SQLite (Telemetry following the other two),
+    and the raw stream server as a fourth. Every subscriber reads one agent's stream."""
+
+    def __init__(self, directory: Path, quick: bool) -> None:
+        self.quick = quick
+        services = ("modulestore", "registry", "telemetry")
+        self.urls = [new_database_url("sqlite", service, directory) for service in services]
+        quiet = ("--log-level", os.environ.get("GGMODULES_BENCH_LOG_LEVEL", "warning"))
+        self.procs: list[ServiceProcess] = []
+        self.raw: RawStreamProcess | None = None
+        try:
+            self.procs.append(ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet))
+            ms_address = self.procs[0].address
+            self.procs.append(ServiceProcess("registry", "--database-url", self.urls[1],
+                                             "--modulestore-address", ms_address, *quiet))
+            self.procs.append(ServiceProcess("telemetry", "--database-url", self.urls[2],
+                                             "--modulestore-address", ms_address,
+                                             "--registry-address", self.procs[1].address, *quiet))
+            self.raw = RawStreamProcess()
+        except Exception:
+            self.close()
+            raise
+        self.ms_address, self.tel_address = ms_address, self.procs[2].address
+        self.ms_channel = grpc.insecure_channel(ms_address)
+        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.ms_channel)
+        self.channel = grpc.insecure_channel(self.tel_address)
+        self.tel = telemetry_service_pb2_grpc.TelemetryServiceStub(self.channel)
+        self.health = health_pb2_grpc.HealthStub(self.channel)
+        self.raw_channel = grpc.insecure_channel(self.raw.address)
+        self.run = f"run-{uuid.uuid4().hex[:12]}"
+
+    def close(self) -> None:
+        if hasattr(self, "channel"):
+            self.ms_channel.close()
+            self.channel.close()
+            self.raw_channel.close()
+        if self.raw is not None:
+            self.raw.terminate()
+        for proc in reversed(self.procs):
+            proc.terminate()
+        for url in self.urls:
+            drop_database(url)
+
+    def subscribe(self, agent: str) -> grpc.CallIterator[telemetry_service_pb2.SubscribeResponse]:
+        """The agent's stream from cursor 0."""
+        request = telemetry_service_pb2.SubscribeRequest(run_id=self.run, agent_id=agent)
+        call: grpc.CallIterator[telemetry_service_pb2.SubscribeResponse] = self.tel.Subscribe(request)
+        return call
+
+    def noop(self) -> list[float]:
+        check = health_pb2.HealthCheckRequest()
+        timed(lambda: self.health.Check(check), 200)  # warm up
+        return timed(lambda: self.health.Check(check), 300 if self.quick else 2000)
+
+    def write_to_subscriber(self) -> list[float]:
+        """µs from just before a one-message append to its event's arrival on the writer's stream."""
+        n = 100 if self.quick else 1000
+        agent = "latency-0"
+        store = bind_history(self.ms, self.run, agent)
+        stream = self.subscribe(agent)
+        samples = []
+        try:
+            for i in range(-20, n):  # the first 20 warm up
+                text = f"latency {i}"
+                request = say(self.run, agent, store, text)
+                t0 = time.perf_counter()
+                self.ms.Write(request)
+                while said(next(stream)) != text:
+                    pass
+                if i >= 0:
+                    samples.append((time.perf_counter() - t0) * 1e6)
+        finally:
+            stream.cancel()
+        return samples
+
+    def raw_rate(self, count: int) -> float:
+        """Messages/s of the raw stream: from the call to its last message."""
+        call = stream_stub(self.raw_channel)
+        sum(1 for _ in call(b"1000"))  # warm up
+        t0 = time.perf_counter()
+        got = sum(1 for _ in call(str(count).encode()))
+        elapsed = time.perf_counter() - t0
+        assert got == count, got
+        return count / elapsed
+
+    def backlog_rate(self, count: int) -> tuple[float, float]:
+        """A backlog of `count` one-message appends on one agent (32 concurrent writers), fully ingested
+        first; then a fresh subscriber reads the agent's stream from cursor 0. Returns (events/s delivered
+        to it, the writers' appends/s)."""
+        agent = "backlog-0"
+        store = bind_history(self.ms, self.run, agent)
+        callers = 32
+
+        async def produce() -> None:
+            async with grpc.aio.insecure_channel(self.ms_address) as ch:
+                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+
+                async def caller(i: int) -> None:
+                    for j in range(i, count - 1, callers):
+                        await stub.Write(say(self.run, agent, store, f"backlog {j}"))
+
+                await asyncio.gather(*(caller(i) for i in range(callers)))
+                await stub.Write(say(self.run, agent, store, "backlog end"))
+
+        t0 = time.perf_counter()
+        asyncio.run(produce())
+        produced = count / (time.perf_counter() - t0)
+        # Ingested once the last append is on the stream (one origin is ingested in order).
+        first = self.subscribe(agent)
+        try:
+            while said(next(first)) != "backlog end":
+                pass
+        finally:
+            first.cancel()
+
+        stream = self.subscribe(agent)
+        got = 0
+        t0 = time.perf_counter()
+        try:
+            for item in stream:
+                if item.WhichOneof("item") == "event" and item.event.event.WhichOneof("body") == "write":
+                    got += 1
+                    if got == count:
+                        break
+        finally:
+            elapsed = time.perf_counter() - t0
+            stream.cancel()
+        return count / elapsed, produced
+
+    def fan_out(self, subscribers: int = 100) -> list[float]:
+        """µs from just before one append until the last of `subscribers` concurrent streams has its event,
+        per write (after one unmeasured write that proves every stream is live)."""
+        writes = 5 if self.quick else 20
+        agent = "fanout-0"
+        store = bind_history(self.ms, self.run, agent)
+
+        async def main() -> list[float]:
+            channels = [grpc.aio.insecure_channel(self.tel_address) for _ in range(10)]
+            ms_channel = grpc.aio.insecure_channel(self.ms_address)
+            ms_stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ms_channel)
+            arrivals: dict[str, list[float]] = {}
+            everyone: dict[str, asyncio.Event] = {}
+            texts = ["fan-out ready", *(f"fan-out {i}" for i in range(writes))]
+            for text in texts:
+                arrivals[text], everyone[text] = [], asyncio.Event()
+
+            async def subscriber(i: int) -> None:
+                tel = telemetry_service_pb2_grpc.TelemetryServiceStub(channels[i % len(channels)])
+                request = telemetry_service_pb2.SubscribeRequest(run_id=self.run, agent_id=agent)
+                async for item in tel.Subscribe(request):
+                    text = said(item)
+                    if text in arrivals:
+                        arrivals[text].append(time.perf_counter())
+                        if len(arrivals[text]) == subscribers:
+                            everyone[text].set()
+
+            tasks = [asyncio.create_task(subscriber(i)) for i in range(subscribers)]
+            samples = []
+            try:
+                for text in texts:
+                    t0 = time.perf_counter()
+                    await ms_stub.Write(say(self.run, agent, store, text))
+                    await asyncio.wait_for(everyone[text].wait(), 60)
+                    if text != texts[0]:
+                        samples.append((max(arrivals[text]) - t0) * 1e6)
+            finally:
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                for ch in [*channels, ms_channel]:
+                    await ch.close()
+            return samples
+
+        return asyncio.run(main())
+
+
+def telemetry_figures(quick: bool) -> None:
+    count = 2_000 if quick else 20_000
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = TelemetryBench(Path(tmp), quick)
+        try:
+            noop = bench.noop()
+            latency = bench.write_to_subscriber()
+            raw = bench.raw_rate(count)
+            delivered, produced = bench.backlog_rate(count)
+            fan_out = bench.fan_out()
+        finally:
+            bench.close()
+    noop_p50, p50 = percentile(noop, 0.5), percentile(latency, 0.5)
+    print("\nTelemetry (ModuleStore, Registry and Telemetry as three processes, SQLite;"
+          " the raw stream its own process) — µs unless noted")
+    print(f"  no-op unary RPC (health Check of Telemetry)   p50 {noop_p50:8.0f}"
+          f"   p99 {percentile(noop, 0.99):8.0f}")
+    print(f"  write-to-subscriber (1-message append)         p50 {p50:8.0f}"
+          f"   p99 {percentile(latency, 0.99):8.0f}   (n={len(latency)})"
+          f"   p50 = {p50 / noop_p50:.2f}x no-op (target <= 3x)")
+    print(f"  raw server stream, {count:,} empty messages     {raw:8.0f} messages/s")
+    print(f"  one subscriber, backlog of {count:,} events from cursor 0   {delivered:8.0f} events/s"
+          f"   = {delivered / raw:.2f}x the raw stream (target >= 0.5x)")
+    print(f"    (the backlog was written by 32 concurrent writers at {produced:.0f} appends/s and fully"
+          " ingested before the subscriber started)")
+    print(f"  one write to reach 100 subscribers             median {statistics.median(fan_out):8.0f}"
+          f"   (min {min(fan_out):.0f}, max {max(fan_out):.0f}, n={len(fan_out)})"
+          f"   = {statistics.median(fan_out) / noop_p50:.2f}x no-op")
+
+
 def modulestore_figures(quick: bool) -> None:
     pg_url = os.environ.get("GGMODULES_TEST_POSTGRES_URL", PG_DEFAULT)
     with tempfile.TemporaryDirectory() as tmp:
@@ -302,12 +551,14 @@ def modulestore_figures(quick: bool) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
-    parser.add_argument("--only", choices=["modulestore", "transfer"], help="one section of figures")
+    sections = {
+        "modulestore": modulestore_figures, "transfer": transfer_figures, "telemetry": telemetry_figures,
+    }
+    parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()
-    if args.only != "transfer":
-        modulestore_figures(args.quick)
-    if args.only != "modulestore":
-        transfer_figures(args.quick)
+    for name, figures in sections.items():
+        if args.only in (None, name):
+            figures(args.quick)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,53 @@
+"""A bare grpc.aio server-streaming RPC, the yardstick for Telemetry's Subscribe in `make bench`.
+
+Run as its own OS process (`python -m tests.bench.raw_stream`); it listens on port 0 and prints
+`ready raw-stream <host:port>` once it serves. `/bench.RawStream/Stream` takes the count as ASCII digits and
+streams that many empty messages as fast as it can: a generic handler with identity serializers, so nothing
+but gRPC itself is measured.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+from collections.abc import AsyncIterator
+
+import grpc
+
+SERVICE = "bench.RawStream"
+METHOD = f"/{SERVICE}/Stream"
+
+
+def _identity(data: bytes) -> bytes:
+    return data
+
+
+async def _stream(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+    for _ in range(int(request or b"0")):
+        yield b""
+
+
+async def serve(host: str = "127.0.0.1") -> None:
+    server = grpc.aio.server()
+    handler = grpc.unary_stream_rpc_method_handler(
+        _stream, request_deserializer=_identity, response_serializer=_identity
+    )
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Stream": handler}),))
+    port = server.add_insecure_port(f"{host}:0")
+    await server.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    print(f"ready raw-stream {host}:{port}", flush=True)
+    await stop.wait()
+    await server.stop(0.5)
+
+
+def stream_stub(channel: grpc.Channel) -> grpc.UnaryStreamMultiCallable:
+    """The client side: call it with the count as bytes, iterate the empty messages."""
+    return channel.unary_stream(METHOD, request_serializer=_identity, response_deserializer=_identity)
+
+
+if __name__ == "__main__":
+    asyncio.run(serve())
