@@ -1,7 +1,8 @@
 """Subscribe (R33): a filtered stream read from the log at the subscriber's own pace.
 
-Each subscription reads the database itself, woken by the repository's commit signal, so a slow subscriber
-holds up neither the writers nor the other subscribers. A subscriber whose position falls behind retention is
+Each subscription reads at its own pace, woken by the repository's commit signal: from the newest events held
+in memory once it has caught up, from the database while it is further behind. So a slow subscriber holds up
+neither the writers nor the other subscribers. A subscriber whose position falls behind retention is
 refused OUT_OF_RANGE (CURSOR_EXPIRED with `oldest_cursor`), never silently skipped.
 """
 
@@ -30,7 +31,9 @@ async def subscribe(
     last_sent = time.monotonic()
     while True:
         seen = repo.committed.version
-        got = await asyncio.to_thread(repo.read, where, position, BATCH)
+        got = repo.recent.read(where, position, BATCH)
+        if got is None:  # further behind than memory holds: read the log
+            got = await asyncio.to_thread(repo.read, where, position, BATCH)
         check_retained(position, got.pruned_through)
         for stored in got.events:
             yield stream_event(stored)

@@ -13,7 +13,6 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import delete, event, func, select, text
@@ -26,6 +25,7 @@ from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.telemetry.recent import CAPACITY, RecentEvents, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.tables import (
     TABLES,
     TelEventRow,
@@ -43,25 +43,6 @@ _events = TelEventRow.__table__  # type: ignore[attr-defined]
 _meta = TelMetaRow.__table__  # type: ignore[attr-defined]
 
 
-@dataclass(frozen=True, slots=True)
-class StoredEvent:
-    cursor: int
-    event: event_pb2.Event
-
-
-@dataclass(frozen=True, slots=True)
-class StreamRead:
-    """One read of a stream: matching events after a position, and where the log stood."""
-
-    events: list[StoredEvent]
-    # The newest cursor of the whole log when the read began; every matching event up to it is in
-    # `events` unless `full`.
-    head: int
-    full: bool
-    # Read after the events: a position below it may have lost events to pruning.
-    pruned_through: int
-
-
 class TelemetryRepository:
     def __init__(self, engine: Engine, retention: Retention) -> None:
         SQLModel.metadata.create_all(engine, tables=TABLES)
@@ -73,6 +54,11 @@ class TelemetryRepository:
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
         self._stored = self._count()
+        # What the write in progress stored and pruned through, handed to `recent` once it commits.
+        self._pending: list[StoredEvent] = []
+        self._pending_pruned = 0
+        head, pruned_through = self.head()
+        self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events))
 
     def _count(self) -> int:
         with self._reader.connect() as conn:
@@ -83,6 +69,7 @@ class TelemetryRepository:
     @contextmanager
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
+            self._pending, self._pending_pruned = [], 0
             try:
                 with self.engine.begin() as conn:
                     if conn.dialect.name == "postgresql":
@@ -92,6 +79,7 @@ class TelemetryRepository:
             except BaseException:
                 self._stored = self._count()  # what the rolled-back transaction counted is void
                 raise
+            self.recent.committed(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
 
     def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
@@ -146,11 +134,13 @@ class TelemetryRepository:
                 ]
             )
             .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
-            .returning(_events.c.cursor)
+            .returning(_events.c.cursor, _events.c.origin, _events.c.origin_seq)
         )
-        inserted = len(conn.execute(stmt).all())
-        self._stored += inserted
-        return inserted
+        by_key = {(ev.origin, ev.origin_seq): ev for ev in events}
+        rows = conn.execute(stmt).all()
+        self._pending.extend(StoredEvent(int(r.cursor), by_key[(r.origin, r.origin_seq)]) for r in rows)
+        self._stored += len(rows)
+        return len(rows)
 
     def _raise_meta(self, conn: Connection, key: str, value: int) -> None:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
@@ -173,6 +163,7 @@ class TelemetryRepository:
             return
         pruned = int(conn.execute(delete(_events).where(_events.c.cursor <= through)).rowcount)
         self._raise_meta(conn, PRUNED_THROUGH, int(through))
+        self._pending_pruned = int(through)
         self._stored -= pruned
 
     # ---- reads --------------------------------------------------------------------------------------

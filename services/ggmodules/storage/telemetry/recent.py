@@ -1,0 +1,79 @@
+"""The newest stored events, kept in memory so a caught-up subscriber is served without a database read.
+
+Ingestion adds each batch after it commits; every subscriber that has caught up reads the new events from
+here, so a write reaches a hundred subscribers without a hundred reads. A subscriber further behind than
+what is held reads the database as before.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.telemetry.streams import StreamFilter
+
+CAPACITY = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class StoredEvent:
+    cursor: int
+    event: event_pb2.Event
+
+
+@dataclass(frozen=True, slots=True)
+class StreamRead:
+    """One read of a stream: matching events after a position, and where the log stood."""
+
+    events: list[StoredEvent]
+    # The newest cursor of the whole log when the read began; every matching event up to it is in
+    # `events` unless `full`.
+    head: int
+    full: bool
+    # Read after the events: a position below it may have lost events to pruning.
+    pruned_through: int
+
+
+class RecentEvents:
+    """Complete above `floor`: every stored event with a cursor above it is held, in cursor order."""
+
+    def __init__(self, head: int, pruned_through: int, capacity: int) -> None:
+        self._events: deque[StoredEvent] = deque()
+        self._capacity = capacity
+        self._lock = threading.Lock()
+        self._floor = head
+        self._head = head
+        self._pruned_through = pruned_through
+
+    def committed(self, stored: Sequence[StoredEvent], pruned_through: int) -> None:
+        """Called after a write commits, with what it stored (in cursor order) and the pruning point."""
+        with self._lock:
+            for item in stored:
+                self._events.append(item)
+                self._head = item.cursor
+            while len(self._events) > self._capacity:
+                self._floor = self._events.popleft().cursor
+            self._pruned_through = max(self._pruned_through, pruned_through)
+
+    def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead | None:
+        """The matching events after `after`, or None when they are not all held (read the database)."""
+        with self._lock:
+            if after < self._floor:
+                return None
+            matched: list[StoredEvent] = []
+            for item in reversed(self._events):
+                if item.cursor <= after:
+                    break
+                if _matches(where, item.event):
+                    matched.append(item)
+            matched.reverse()
+            return StreamRead(matched[:limit], self._head, len(matched) > limit, self._pruned_through)
+
+
+def _matches(where: StreamFilter, event: event_pb2.Event) -> bool:
+    return (not where.run_id or event.run_id == where.run_id) and (
+        not where.agent_id or event.agent_id == where.agent_id
+    )
