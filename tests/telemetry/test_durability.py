@@ -108,3 +108,36 @@ def test_telemetry_down_while_writes_happen_then_up_nothing_lost(bare: Rig) -> N
     everything = read_run(bare, run, "second end")
     assert everything[: len(first)] == first
     assert_complete(bare, run, everything)
+
+
+def test_console_model_reads_the_same_after_telemetry_restarts(bare: Rig) -> None:
+    """The views are folded from the stored events alone: a restarted Telemetry answers exactly as before."""
+    from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
+
+    bare.start_telemetry_process()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    bare.say(run, coder.agent_id, history, "hello")
+    bare.say(run, coder.agent_id, history, "end")
+    read_run(bare, run, "end")
+
+    def views() -> tuple[object, ...]:
+        return (
+            bare.tel.InspectInstances(tel.InspectInstancesRequest(run_id=run), timeout=10),
+            bare.tel.InspectModules(tel.InspectModulesRequest(run_id=run), timeout=10),
+            bare.tel.InspectAgents(tel.InspectAgentsRequest(run_id=run), timeout=10),
+            bare.tel.GetStoreDetail(tel.GetStoreDetailRequest(run_id=run, store_id=history), timeout=10),
+        )
+
+    before = views()
+    assert before == views()  # folding the same events again gives the same answer
+    telemetry = bare.telemetry
+    assert isinstance(telemetry, ServiceProcess)
+    telemetry.kill()
+    bare.start_telemetry_process()  # same database
+    read_run(bare, run, "end")
+    assert views() == before
+    instances = before[0]
+    assert isinstance(instances, tel.InspectInstancesResponse)
+    assert [f.agent_id for f in instances.instances] == [coder.agent_id]
