@@ -28,8 +28,8 @@ def _stored(events: Sequence[event_pb2.Event]) -> list[tel.StreamEvent]:
 
 
 def _console(by_run: dict[str, list[tel.StreamEvent]]) -> Console:
-    async def load(run_id: str) -> list[tel.StreamEvent]:
-        return by_run.get(run_id, [])
+    async def load(run_id: str, after: int) -> list[tel.StreamEvent]:
+        return [e for e in by_run.get(run_id, []) if e.cursor > after]
 
     return Console(load)
 
@@ -132,3 +132,26 @@ def test_the_console_finds_telemetry_by_flag_then_environment_then_default() -> 
     env = {"GGMODULES_TELEMETRY_ADDRESS": "h:2", "GGMODULES_CONSOLE_TELEMETRY_ADDRESS": "h:3"}
     assert telemetry_address(None, env) == "h:3"
     assert telemetry_address(None, {}) == "127.0.0.1:50054"
+
+
+def test_a_kept_model_reads_and_folds_only_what_arrived_since_the_last_request(suite: Suite) -> None:
+    run = Run.create(suite, full("planner"))
+    a = run.open("planner")
+    by_run = {run.run_id: _stored(run.events())}
+    asked_after: list[int] = []
+
+    async def load(run_id: str, after: int) -> list[tel.StreamEvent]:
+        asked_after.append(after)
+        return [e for e in by_run.get(run_id, []) if e.cursor > after]
+
+    console = Console(load)
+    request = pb.InspectInstancesRequest(run_id=run.run_id)
+    first = asyncio.run(console.inspect_instances(request))
+    b = run.open("planner")
+    by_run[run.run_id] = _stored(run.events())  # the same cursors for what was there, then the new ones
+    second = asyncio.run(console.inspect_instances(request))
+
+    assert [f.agent_id for f in first.instances] == [a]
+    assert [f.agent_id for f in second.instances] == [a, b]
+    assert asked_after == [0, first.cursor]
+    assert second == asyncio.run(_console(by_run).inspect_instances(request))  # as a fresh fold reads it

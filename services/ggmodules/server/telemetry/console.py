@@ -1,10 +1,11 @@
-"""The console views over Telemetry's log (R37-R46): each request loads the run's events, folds them
-(`ggmodules.core.console`) and answers the typed view. Folding from the log alone every time means the
-answer is the same after a restart of Telemetry."""
+"""The console views over Telemetry's log (R37-R46): the run's events folded (`ggmodules.core.console`) into
+the typed views. The model is built from the log alone, so the answer is the same after a restart of
+Telemetry; between requests it is kept per run and only the events after its cursor are read and folded."""
 
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
 import grpc
@@ -20,12 +21,15 @@ from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire import console as wire
 
-# Loads one run's events, oldest first: Telemetry's stored events (cursor kept), or bare events in log
-# order (each then gets its position, counting from 1, as its cursor). An unknown run loads nothing.
+# Loads one run's events after a cursor, oldest first: Telemetry's stored events (cursor kept), or bare
+# events in log order (each then gets its position, counting from 1, as its cursor; such a loader returns
+# them all every time and the fold skips what it has). An unknown run loads nothing.
 EventLoader = Callable[
-    [str], Awaitable[Sequence[telemetry_pb2.StreamEvent] | Sequence[event_pb2.Event]]
+    [str, int], Awaitable[Sequence[telemetry_pb2.StreamEvent] | Sequence[event_pb2.Event]]
 ]
 PAGE = 1000
+# Runs whose folded model is kept between requests; the least recently inspected goes first.
+KEPT_RUNS = 64
 
 
 class Console:
@@ -33,18 +37,27 @@ class Console:
 
     def __init__(self, load: EventLoader) -> None:
         self._load = load
+        self._models: OrderedDict[str, ConsoleModel] = OrderedDict()
 
     async def model(self, run_id: str) -> ConsoleModel:
         check_name("run_id", run_id)
-        events = wire.events_from(await self._load(run_id))
-        if not events:
-            raise NotFound(
-                f"run {run_id!r} has no telemetry; check the run id (ListRuns) and that Telemetry follows "
-                "the services that host it",
-                reason=Reason.RUN_NOT_FOUND,
-                metadata={"run_id": run_id},
-            )
-        return fold(events)
+        kept = self._models.get(run_id)
+        events = wire.events_from(await self._load(run_id, kept.cursor if kept else 0))
+        if kept is None:
+            if not events:
+                raise NotFound(
+                    f"run {run_id!r} has no telemetry; check the run id (ListRuns) and that Telemetry "
+                    "follows the services that host it",
+                    reason=Reason.RUN_NOT_FOUND,
+                    metadata={"run_id": run_id},
+                )
+            # Another request may have kept one while this one loaded; folding skips what it has.
+            kept = self._models.setdefault(run_id, fold(()))
+        kept.apply(events)
+        self._models.move_to_end(run_id)
+        while len(self._models) > KEPT_RUNS:
+            self._models.popitem(last=False)
+        return kept
 
     async def inspect_instances(self, request: pb.InspectInstancesRequest) -> pb.InspectInstancesResponse:
         view = (await self.model(request.run_id)).instances()
@@ -107,9 +120,9 @@ class Console:
 def repository_loader(repo: TelemetryRepository) -> EventLoader:
     """A run's whole retained stream, read page by page off Telemetry's log."""
 
-    def read_all(run_id: str) -> list[telemetry_pb2.StreamEvent]:
+    def read_all(run_id: str, after: int) -> list[telemetry_pb2.StreamEvent]:
         out: list[telemetry_pb2.StreamEvent] = []
-        after, where = 0, StreamFilter(run_id=run_id)
+        where = StreamFilter(run_id=run_id)
         while True:
             page = repo.read(where, after, PAGE)
             out.extend(telemetry_pb2.StreamEvent(cursor=s.cursor, event=s.event) for s in page.events)
@@ -117,8 +130,8 @@ def repository_loader(repo: TelemetryRepository) -> EventLoader:
                 return out
             after = page.events[-1].cursor
 
-    async def load(run_id: str) -> list[telemetry_pb2.StreamEvent]:
-        return await asyncio.to_thread(read_all, run_id)
+    async def load(run_id: str, after: int) -> list[telemetry_pb2.StreamEvent]:
+        return await asyncio.to_thread(read_all, run_id, after)
 
     return load
 
