@@ -11,7 +11,6 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import SQLModel
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.kinds import Kind
@@ -23,11 +22,11 @@ from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.dispatch import Result, ToolCall
 from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, writing
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
-from ggmodules.storage.modulestore.tables import TABLES
 from ggmodules.storage.modulestore.transaction import RequestKey, Transactions
 
 M = TypeVar("M", bound=Message)
@@ -36,7 +35,7 @@ T = TypeVar("T")
 
 class ModuleStoreRepository:
     def __init__(self, engine: Engine, *, pinned: bool = False) -> None:
-        SQLModel.metadata.create_all(engine, tables=TABLES)
+        migrate(engine, "modulestore")
         self.transactions = Transactions(engine, pinned=pinned)
         self.outbox = FastOutbox(ORIGIN)
         self.requests = FastRequestLog()

@@ -16,7 +16,6 @@ from sqlalchemy import delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
@@ -25,10 +24,10 @@ from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.codec import decode_roster, decode_spec, encode_roster, encode_spec
 from ggmodules.storage.registry.tables import (
-    TABLES,
     RegAgentCounterRow,
     RegInstanceRow,
     RegOutboxRow,
@@ -103,7 +102,7 @@ class RegistryRepository:
         self.committed = CommitSignal()  # notified after every unit of work: wakes WatchOutbox streams
 
     def create_tables(self) -> None:
-        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+        migrate(self.engine, "registry")
 
     def transact(self, work: Callable[[RegistryUnit], T]) -> T:
         """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""

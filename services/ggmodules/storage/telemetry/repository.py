@@ -18,16 +18,16 @@ from typing import Any
 from sqlalchemy import delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import SQLModel, create_engine
+from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.telemetry.recent import CAPACITY, RecentEvents, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.tables import (
-    TABLES,
     TelEventRow,
     TelMetaRow,
     TelOutboxRow,
@@ -45,7 +45,7 @@ _meta = TelMetaRow.__table__  # type: ignore[attr-defined]
 
 class TelemetryRepository:
     def __init__(self, engine: Engine, retention: Retention) -> None:
-        SQLModel.metadata.create_all(engine, tables=TABLES)
+        migrate(engine, "telemetry")
         self.engine = engine
         self.retention = retention
         self.committed = CommitSignal()

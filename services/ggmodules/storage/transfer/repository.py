@@ -15,11 +15,11 @@ from typing import Any, TypeVar
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
-from sqlmodel import SQLModel
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
-from ggmodules.storage.transfer.tables import TABLES, TrTransferRow
+from ggmodules.storage.migrations import migrate
+from ggmodules.storage.transfer.tables import TrTransferRow
 
 T = TypeVar("T")
 _transfers = TrTransferRow.__table__  # type: ignore[attr-defined]
@@ -65,7 +65,7 @@ class TransferRepository:
         self.engine = engine
 
     def create_tables(self) -> None:
-        SQLModel.metadata.create_all(self.engine, tables=TABLES)
+        migrate(self.engine, "transfer")
 
     def transact(self, work: Callable[[TransferUnit], T]) -> T:
         """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""

@@ -1,0 +1,3 @@
+from ggmodules.storage.migrations.env import run
+
+run()
