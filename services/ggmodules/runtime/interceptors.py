@@ -47,14 +47,10 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 started = time.perf_counter()
                 try:
                     return await inner(request, context)
-                except DomainError as err:
-                    log.info("refused", reason=err.reason.value, code=err.code.value, message=err.message)
-                    await context.abort_with_status(to_status(err))
                 except grpc.aio.AbortError:
                     raise
-                except Exception:
-                    log.exception("defect")
-                    await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the service log")
+                except Exception as exc:
+                    await _refuse(exc, context, log)
                 finally:
                     log.debug("call", ms=round((time.perf_counter() - started) * 1000, 3))
                     structlog.contextvars.clear_contextvars()
@@ -73,14 +69,10 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 try:
                     async for item in inner_stream(request, context):
                         yield item
-                except DomainError as err:
-                    log.info("refused", reason=err.reason.value, code=err.code.value, message=err.message)
-                    await context.abort_with_status(to_status(err))
                 except grpc.aio.AbortError:
                     raise
-                except Exception:
-                    log.exception("defect")
-                    await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the service log")
+                except Exception as exc:
+                    await _refuse(exc, context, log)
                 finally:
                     structlog.contextvars.clear_contextvars()
 
@@ -90,3 +82,14 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 response_serializer=handler.response_serializer,
             )
         return handler
+
+
+async def _refuse(
+    exc: Exception, context: grpc.aio.ServicerContext, log: structlog.typing.FilteringBoundLogger
+) -> None:
+    """Ends the call (both aborts raise): a DomainError as its status (R47), anything else as a defect."""
+    if isinstance(exc, DomainError):
+        log.info("refused", reason=exc.reason.value, code=exc.code.value, message=exc.message)
+        await context.abort_with_status(to_status(exc))
+    log.exception("defect")
+    await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the service log")

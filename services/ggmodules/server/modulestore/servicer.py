@@ -15,8 +15,8 @@ from ggmodules.core.modules.tools.catalog import tools_for
 from ggmodules.core.modules.tools.dispatch import plan_call
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
+from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
-from ggmodules.storage.modulestore.transaction import RequestKey
 from ggmodules.wire import modulestore as convert
 
 T = TypeVar("T")

@@ -17,6 +17,8 @@ import asyncio
 from collections.abc import Callable
 from typing import TypeVar
 
+from google.protobuf.message import Message
+
 from ggmodules.core.errors import DomainError, Unavailable, missing
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
@@ -25,7 +27,7 @@ from ggmodules.core.registry.runs import agent_id_for, require_running, resolve_
 from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.server.registry.binder import ModuleStoreBinder
-from ggmodules.server.registry.requests import Mutation, request_key
+from ggmodules.server.registry.requests import request_key
 from ggmodules.storage.registry import InstanceRecord, RegistryRepository, RegistryUnit, RequestKey, RunRecord
 from ggmodules.storage.registry.repository import now_us
 from ggmodules.wire.registry import bind_request, instance_to_proto, roster_from_proto
@@ -108,7 +110,7 @@ class Instances:
             next_page_token=encode_token(scope, page[-1].seq) if len(found) > size else "",
         )
 
-    async def _open(self, method: str, request: Mutation, answer: type[Opened], mint: Mint) -> Opened:
+    async def _open(self, method: str, request: Message, answer: type[Opened], mint: Mint) -> Opened:
         key = request_key(method, request)
         begun = await asyncio.to_thread(self._repo.transact, lambda unit: _begin(unit, key, answer, mint))
         if not isinstance(begun, InstanceRecord):

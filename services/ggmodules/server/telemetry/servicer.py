@@ -10,7 +10,7 @@ from typing import Protocol, TypeAlias
 import grpc
 
 from ggmodules.server.telemetry.subscriptions import subscribe
-from ggmodules.storage.idempotency import fingerprint
+from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
@@ -49,13 +49,9 @@ class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
 
     async def ReportTurn(self, request: pb.ReportTurnRequest, ctx: Context) -> pb.ReportTurnResponse:
         event = turn_event(turn_report(request))
-        key = None
-        if request.request_id:
-            key = (
-                "ReportTurn",
-                request.request_id,
-                fingerprint(request.SerializeToString(deterministic=True)),
-            )
+        request_key = RequestKey.of("ReportTurn", request)
+        key = None if request_key is None else (request_key.method, request_key.request_id,
+                                                 request_key.request_hash)
 
         def answer(cursor: int) -> bytes:
             return pb.ReportTurnResponse(cursor=cursor).SerializeToString(deterministic=True)

@@ -13,8 +13,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.errors import AlreadyExists, Reason
-from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.idempotency import RequestLog, request_id_reused
 from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsOutbox, MsRequest, MsStreamHead
 from ggmodules.storage.outbox import Outbox
@@ -89,12 +88,7 @@ class FastRequestLog(RequestLog):
         if row is None:
             return None
         if row[0] != request_hash:
-            raise AlreadyExists(
-                f"request_id {request_id!r} was already used for a different {method} request; "
-                "use a new request id for a new request",
-                reason=Reason.REQUEST_ID_REUSED,
-                metadata={"request_id": request_id, "method": method},
-            )
+            raise request_id_reused(method, request_id)
         return bytes(row[1])
 
     def record(

@@ -22,12 +22,13 @@ from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.dispatch import Result, ToolCall
 from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, writing
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
-from ggmodules.storage.modulestore.transaction import RequestKey, Transactions
+from ggmodules.storage.modulestore.transaction import Transactions
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")

@@ -4,34 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass
 from typing import TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import IntegrityError
 
-from ggmodules.storage.idempotency import fingerprint
+from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.fast_log import FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
 
 M = TypeVar("M", bound=Message)
 C = TypeVar("C", Connection, Tx)
-
-
-@dataclass(frozen=True, slots=True)
-class RequestKey:
-    method: str
-    request_id: str
-    fingerprint: str
-
-    @classmethod
-    def of(cls, method: str, request: Message) -> RequestKey | None:
-        """None for an empty request id: the call is applied as a new one."""
-        request_id: str = getattr(request, "request_id", "")
-        if not request_id:
-            return None
-        return cls(method, request_id, fingerprint(request.SerializeToString(deterministic=True)))
 
 
 class Transactions:
@@ -106,7 +90,7 @@ class Transactions:
     ) -> M:
         with begin() as conn:
             if key is not None:
-                prior = log.recall(conn, key.method, key.request_id, key.fingerprint)
+                prior = log.recall(conn, key.method, key.request_id, key.request_hash)
                 if prior is not None:
                     return response_type.FromString(prior)
             response = apply(conn)
@@ -115,7 +99,7 @@ class Transactions:
                     conn,
                     key.method,
                     key.request_id,
-                    key.fingerprint,
+                    key.request_hash,
                     response.SerializeToString(deterministic=True),
                 )
             return response

@@ -1,11 +1,6 @@
 """Registry persistence: its tables (prefixed `reg_`) and the repository over them."""
 
-from ggmodules.storage.registry.repository import (
-    InstanceRecord,
-    RegistryRepository,
-    RegistryUnit,
-    RequestKey,
-    RunRecord,
-)
+from ggmodules.storage.idempotency import RequestKey
+from ggmodules.storage.registry.repository import InstanceRecord, RegistryRepository, RegistryUnit, RunRecord
 
 __all__ = ["InstanceRecord", "RegistryRepository", "RegistryUnit", "RequestKey", "RunRecord"]

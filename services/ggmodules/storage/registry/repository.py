@@ -23,7 +23,7 @@ from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.storage.commits import CommitSignal
-from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.idempotency import RequestKey, RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.codec import decode_roster, decode_spec, encode_roster, encode_spec
@@ -47,15 +47,6 @@ _counters = RegAgentCounterRow.__table__  # type: ignore[attr-defined]
 
 def now_us() -> int:
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True)
-class RequestKey:
-    """A mutation's request id, the method it was sent to and a fingerprint of the whole request."""
-
-    method: str
-    request_id: str
-    request_hash: str
 
 
 @dataclass(frozen=True)
