@@ -94,7 +94,12 @@ def drive(run: Run, first: int, plan: list[Op]) -> Driven:
                     assert status_of(err)[0] in (grpc.StatusCode.PERMISSION_DENIED,)
             case "turn":
                 kinds = sorted(run.rosters[agent])
-                tokens = {k.word: (y * 7 + i) % 5 for i, k in enumerate(kinds) if (y + i) % 3}
+                # The archive has no figure to report (R43: none by construction).
+                tokens = {
+                    k.word: (y * 7 + i) % 5
+                    for i, k in enumerate(kinds)
+                    if (y + i) % 3 and k is not Kind.ARCHIVE
+                }
                 d.turns.append(run.turn(agent, len(d.turns) + 1, **tokens))
             case "exec":
                 _succeed(d, agent, run.exec(agent, NAMES[y % 3]))

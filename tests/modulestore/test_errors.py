@@ -7,11 +7,15 @@ from collections.abc import Callable
 
 import grpc
 import pytest
+from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
+from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from tests.harness import status_of
 from tests.modulestore.plans import (
+    KINDS,
     Agent,
     Stub,
     append,
@@ -54,6 +58,51 @@ def test_r47_write_by_an_agent_that_does_not_hold_the_store(modulestore: Stub, a
         modulestore, agent, c.KIND_HISTORY, lambda: append(modulestore, intruder, "not mine")
     )
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER") and "coder-1" in message
+
+
+def _error_info(err: grpc.RpcError) -> dict[str, str]:
+    found = rpc_status.from_call(err)
+    assert found is not None
+    for detail in found.details:
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return dict(info.metadata)
+    raise AssertionError("no ErrorInfo")
+
+
+@pytest.mark.parametrize("call", ["Write", "GetStore", "SearchArchive"])
+def test_r50_not_a_holder_lists_the_callers_own_stores_not_the_target(modulestore: Stub, call: str) -> None:
+    run = new_run()
+    owner = open_agent(modulestore, run, "coder-0")
+    caller = open_agent(modulestore, run, "coder-1")
+    target = owner[c.KIND_ARCHIVE]  # coder-0's own archive: coder-1 holds archive-1, not this one
+    own = [caller[k] for k in KINDS]
+    asked = {
+        "Write": lambda: modulestore.Write(
+            svc.WriteRequest(
+                run_id=run, agent_id="coder-1", store_id=target,
+                archive_thread=svc.ArchiveThread(title="t", messages=messages("x")),
+            )
+        ),
+        "GetStore": lambda: modulestore.GetStore(
+            svc.GetStoreRequest(run_id=run, agent_id="coder-1", store_id=target)
+        ),
+        "SearchArchive": lambda: modulestore.SearchArchive(
+            svc.SearchArchiveRequest(run_id=run, agent_id="coder-1", store_id=target, query="x")
+        ),
+    }[call]
+
+    with pytest.raises(grpc.RpcError) as caught:
+        asked()
+
+    err = caught.value
+    assert status_of(err) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER")
+    metadata = _error_info(err)
+    assert metadata["store_id"] == target and metadata["agent_id"] == "coder-1"
+    assert metadata["held"].split(",") == own and target not in own
+    message = err.details() or ""  # type: ignore[attr-defined]
+    roster_part = message.split("the stores on its roster are ", 1)[1]
+    assert roster_part.split(", ") == own
 
 
 def test_r47_write_by_a_read_only_holder(modulestore: Stub) -> None:

@@ -18,6 +18,7 @@ from ggmodules.sdk import (
     Client,
     ClientConfig,
     Edge,
+    ExecLacksEdgeKindsError,
     Fsm,
     HandedOnError,
     Instance,
@@ -155,11 +156,12 @@ def test_r36_the_predecessor_is_handed_on_its_writes_are_refused_and_its_roster_
     assert [i.agent_id for i in gg.list_instances(planner.run_id)] == ["planner-0", "coder-0"]
 
 
-def test_r20_exec_carries_what_both_have_reinitializes_a_mismatched_strategy_and_keeps_the_state(
+def test_r20_exec_carries_what_both_have_reinitializes_a_mismatched_strategy_and_can_leave_the_fsm(
     gg: Client,
 ) -> None:
     planner = two_stage_planner(gg)
-    moved = planner.exec("reviewer")
+    # The reviewer enables no tasks, which the edge out of `plan` carries: it can only run outside the FSM.
+    moved = planner.exec("reviewer", leave_fsm=True)
 
     assert (moved.kind, moved.state, moved.successor_profile) == (TransferKind.EXEC, "completed", "reviewer")
     assert outcomes(moved) == {
@@ -172,8 +174,8 @@ def test_r20_exec_carries_what_both_have_reinitializes_a_mismatched_strategy_and
     assert "scratchpad" in why and "markdown" in why and why in moved.opening_note  # R21: said in a sentence
 
     reviewer = moved.successor
-    assert reviewer.instance.fsm_state == "plan"  # an exec successor keeps its predecessor's state
-    assert gg.get_instance(reviewer.run_id, reviewer.id).fsm_state == "plan"
+    assert reviewer.instance.fsm_state == ""
+    assert gg.get_instance(reviewer.run_id, reviewer.id).fsm_state == ""
     assert reviewer.memories.contents().entries == ()
     assert not reviewer.holds("tasks")
     with pytest.raises(KindNotHeldError):
@@ -222,23 +224,27 @@ def test_transfer_refusals_are_typed(gg: Client) -> None:
     assert loose.exec("coder").successor.id == "coder-0"  # an exec needs no FSM
 
 
-def test_r26_a_carried_kind_the_predecessor_does_not_hold_ends_the_run_under_internal_error(
-    gg: Client,
-) -> None:
-    # The edge carries memories; a reviewer exec'd into state `plan` holds none to carry.
+def test_r26_an_exec_its_successor_could_not_take_the_states_edges_from_is_refused_typed(gg: Client) -> None:
+    # The edge carries memories; a reviewer exec'd into state `plan` would hold none to carry, and the
+    # transition would end the run internal_error. The exec is refused instead, and nothing changes.
     fsm = Fsm("plan", {"plan": "planner", "code": "coder"},
               [Edge("plan", "code", carry=["history", "memories"])])
     coder = Profile("coder", memories=Memories(strategy="scratchpad"), tasks=True)
     run = gg.create_run("r26", [PLANNER, coder, Profile("reviewer")], fsm=fsm)
-    reviewer = gg.open_instance(run.id, "planner").exec("reviewer").successor
+    planner = gg.open_instance(run.id, "planner")
 
-    with pytest.raises(RunInternalError) as caught:
-        reviewer.transition("code")
+    with pytest.raises(ExecLacksEdgeKindsError) as caught:
+        planner.exec("reviewer")
     err = caught.value
-    assert err.code == grpc.StatusCode.INTERNAL and not isinstance(err, InternalError)
-    assert "memories" in err.message
-    assert gg.get_run(run.id).status == RunStatus.INTERNAL_ERROR
-    assert [i.agent_id for i in gg.list_instances(run.id)] == ["planner-0", "reviewer-0"]
+    assert err.code == grpc.StatusCode.FAILED_PRECONDITION and err.metadata["kinds"] == "memories"
+    assert gg.get_run(run.id).status == RunStatus.RUNNING
+    assert [i.agent_id for i in gg.list_instances(run.id)] == ["planner-0"]
+    planner.memories.write_pad("still mine")
+
+    kept = planner.exec("coder").successor  # enables memories: keeps the state and can take the edge
+    assert kept.instance.fsm_state == "plan"
+    assert kept.transition("code").successor.memories.contents().entries[0].body == "still mine"
+    assert gg.get_run(run.id).status == RunStatus.RUNNING
 
 
 def test_async_transition_and_exec_hand_back_async_successors(suite: Suite) -> None:

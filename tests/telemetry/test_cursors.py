@@ -88,7 +88,8 @@ def test_r33_a_run_stream_and_an_agent_stream_carry_the_same_cursors(rig: Rig) -
 def test_r33_an_idle_stream_carries_heartbeats_with_the_head(rig: Rig) -> None:
     run, agent, history, got = agent_with_events(rig, "end")
     last = got[-1][0]
-    head = rig.tel.ReportTurn(tel.ReportTurnRequest(run_id=run, agent_id="someone-else", turn=1)).cursor
+    someone_else = open_instance(rig.reg, run, "coder").agent_id
+    head = rig.tel.ReportTurn(tel.ReportTurnRequest(run_id=run, agent_id=someone_else, turn=1)).cursor
     assert head > last
 
     idle = rig.subscribe(run, agent, after=last, heartbeat_ms=50)

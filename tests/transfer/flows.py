@@ -10,12 +10,15 @@ import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
+from ggmodules.core.transfer.plan import Sides, plan_exec
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
+from ggmodules.wire.registry import roster_from_proto
+from ggmodules.wire.transfer import handover_request, run_spec
 from tests.harness import status_of
 from tests.registry.builders import KIND_WORD, rows
 
@@ -37,11 +40,49 @@ def transition(
 
 
 def exec_(
-    transfer: Any, run_id: str, agent_id: str, profile: str, request_id: str = ""
+    transfer: Any, run_id: str, agent_id: str, profile: str, request_id: str = "", leave_fsm: bool = False
 ) -> transfer_pb2.Transfer:
-    request = tr.ExecRequest(request_id=request_id, run_id=run_id, agent_id=agent_id, profile=profile)
+    request = tr.ExecRequest(
+        request_id=request_id, run_id=run_id, agent_id=agent_id, profile=profile, leave_fsm=leave_fsm
+    )
     answer: transfer_pb2.Transfer = transfer.Exec(request).transfer
     return answer
+
+
+def exec_kept_state_unchecked(
+    registry: Any, modulestore: Any, run_id: str, agent_id: str, profile: str
+) -> str:
+    """An exec as Transfer made one before execs were checked against the FSM state their successor keeps:
+    the same plan and the same internal calls (ReserveSuccessor, Handover, CompleteSuccessor), without the
+    check. The only way left to reach R26's run ending, the suite's own defect; returns the successor."""
+    run = run_status(registry, run_id)
+    predecessor = instance(registry, run_id, agent_id)
+    spec, _ = run_spec(run)
+    plan = plan_exec(
+        Sides(
+            predecessor_agent_id=agent_id,
+            predecessor_profile=spec.profile(predecessor.profile, run_id),
+            roster=roster_from_proto(predecessor.roster),
+            successor=spec.profile(profile, run_id),
+            board_enabled=spec.board_enabled,
+        )
+    )
+    reserved = registry.ReserveSuccessor(
+        reg.ReserveSuccessorRequest(
+            request_id=f"unchecked-{agent_id}/reserve", run_id=run_id, predecessor_agent_id=agent_id,
+            profile=profile, cause="exec", fsm_state=predecessor.fsm_state,
+        )
+    )
+    handover = handover_request(run_id, plan)
+    handover.request_id, handover.successor_agent_id = f"unchecked-{agent_id}/handover", reserved.agent_id
+    handed = modulestore.Handover(handover)
+    registry.CompleteSuccessor(
+        reg.CompleteSuccessorRequest(
+            request_id=f"unchecked-{agent_id}/complete", run_id=run_id, agent_id=reserved.agent_id,
+            roster=handed.roster, opening_note=plan.opening_note,
+        )
+    )
+    return str(reserved.agent_id)
 
 
 def outcomes(t: transfer_pb2.Transfer) -> dict[str, tuple[str, str, str]]:

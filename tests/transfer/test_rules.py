@@ -17,6 +17,7 @@ from tests.registry.builders import create_run, edge, fsm, full_profile, module,
 from tests.transfer.flows import (
     events_after,
     exec_,
+    exec_kept_state_unchecked,
     head,
     holders,
     instance,
@@ -174,8 +175,10 @@ def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_err
     machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code", "history", "memories"))
     run = create_run(registry, planner, reviewer, full_profile("coder"), machine=machine)
     first = open_instance(registry, run.run_id, "planner")
-    handed = exec_(transfer, run.run_id, first.agent_id, "reviewer")
-    reviewer_0 = instance(registry, run.run_id, handed.successor_agent_id)
+    # No valid public call leads here any more (Exec refuses it, see the next test): the exec is made
+    # through the internal calls, as an older Transfer made it.
+    handed = exec_kept_state_unchecked(registry, modulestore, run.run_id, first.agent_id, "reviewer")
+    reviewer_0 = instance(registry, run.run_id, handed)
     assert (reviewer_0.fsm_state, rows(reviewer_0)["memories"].enabled) == ("plan", False)
     agents, since = instance_ids(registry, run.run_id), head(modulestore)
 
@@ -200,6 +203,77 @@ def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_err
     journal = transfer.GetTransfer(tr.GetTransferRequest(run_id=run.run_id, request_id="r26")).transfer
     assert journal.state == transfer_pb2.TRANSFER_STATE_FAILED
     assert "memories" in journal.failure
+
+
+def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_before_anything_changes(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    """The path that ended a run internal_error through valid calls alone: an exec keeps the FSM state, to a
+    profile lacking a kind the state's edge carries; the transition along that edge then met the lack."""
+    reviewer = profile("reviewer", tasks=module())  # no memories
+    machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code", "history", "memories"))
+    run = create_run(registry, full_profile("planner"), reviewer, full_profile("coder"), machine=machine)
+    planner = open_instance(registry, run.run_id, "planner")
+    put(modulestore, planner, "memories", "before")
+    agents, since = instance_ids(registry, run.run_id), head(modulestore)
+
+    ask = tr.ExecRequest(
+        request_id="keeps-plan", run_id=run.run_id, agent_id=planner.agent_id, profile="reviewer"
+    )
+    code, reason, message = refused(lambda: transfer.Exec(ask))
+
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
+    assert "memories" in message and "'plan'" in message and "'code'" in message and "leave_fsm" in message
+    # Nothing changed: the run runs, no successor, no event, the planner still holds and writes.
+    assert run_status(registry, run.run_id).status == registry_pb2.RUN_STATUS_RUNNING
+    assert instance_ids(registry, run.run_id) == agents
+    assert instance(registry, run.run_id, planner.agent_id).successor_agent_id == ""
+    assert events_after(modulestore, run.run_id, since) == []
+    put(modulestore, planner, "memories", "after")
+    # A retry gets the same refusal; the journal holds only the refusal.
+    assert refused(lambda: transfer.Exec(ask))[:2] == (code, reason)
+    journal = transfer.GetTransfer(tr.GetTransferRequest(run_id=run.run_id, request_id="keeps-plan")).transfer
+    assert (journal.state, journal.successor_agent_id) == (transfer_pb2.TRANSFER_STATE_FAILED, "")
+
+    # The allowed execs: to a profile enabling every kind the state's edges carry (it keeps the state and
+    # can take the edge), or out of the FSM (it can never take one).
+    coder = exec_(transfer, run.run_id, planner.agent_id, "coder")
+    kept = instance(registry, run.run_id, coder.successor_agent_id)
+    assert (kept.profile, kept.fsm_state) == ("coder", "plan")
+    onward = transition(transfer, run.run_id, kept.agent_id, "code")
+    assert onward.state == transfer_pb2.TRANSFER_STATE_COMPLETED
+    memories = rows(planner)["memories"].store_id
+    carried = store(modulestore, run.run_id, memories, onward.successor_agent_id).contents
+    assert markers(carried, "memories") == ["after"]
+
+    other = open_instance(registry, run.run_id, "planner")
+    left = exec_(transfer, run.run_id, other.agent_id, "reviewer", leave_fsm=True)
+    outside = instance(registry, run.run_id, left.successor_agent_id)
+    assert (outside.profile, outside.fsm_state) == ("reviewer", "")
+    code, reason, _ = refused(lambda: transition(transfer, run.run_id, outside.agent_id, "code"))
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM")
+    assert run_status(registry, run.run_id).status == registry_pb2.RUN_STATUS_RUNNING
+
+
+def test_r26_exec_checks_every_edge_out_of_the_state_and_counts_the_board_as_held(
+    registry: Any, modulestore: Any, transfer: Any
+) -> None:
+    bare = profile("bare")
+    tasks_only = profile("lister", tasks=module())
+    machine = fsm(
+        "plan", {"plan": "planner", "code": "coder", "test": "coder"},
+        edge("plan", "code", "history", "board"), edge("plan", "test", "tasks", "archive"),
+    )
+    run = create_run(registry, full_profile("planner"), full_profile("coder"), bare, tasks_only,
+                     machine=machine, board=True)
+    planner = open_instance(registry, run.run_id, "planner")
+
+    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "bare"))
+    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
+    assert "tasks and archive" in message and "'test'" in message and "board" not in message
+    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "lister"))
+    assert reason == "EXEC_LACKS_EDGE_KINDS" and "archive" in message and "tasks" not in message
+    assert instance_ids(registry, run.run_id) == [planner.agent_id]
 
 
 def test_r27_a_retry_with_the_same_request_id_returns_the_first_answer(

@@ -218,6 +218,37 @@ class CursorExpiredError(GGModulesError):
         return int(self.metadata.get("oldest_cursor") or 0)
 
 
+class CostNoneByConstructionError(GGModulesError):
+    """A turn report gave a figure for the archive, whose per-turn cost is none by construction (R43)."""
+
+    REASON = "COST_NONE_BY_CONSTRUCTION"
+
+
+class TurnAlreadyReportedError(GGModulesError):
+    """The agent already reported this turn (under another request id, or none): the first report stands.
+    A retry that reuses the first report's request id gets its answer instead."""
+
+    REASON = "TURN_ALREADY_REPORTED"
+
+    @property
+    def cursor(self) -> int:
+        """Where the first report of the turn is on Telemetry's log (ErrorInfo metadata `cursor`)."""
+        return int(self.metadata.get("cursor") or 0)
+
+
+class TurnOutOfOrderError(GGModulesError):
+    """A turn below the last one the agent reported (`metadata["last_turn"]`): turns only go forward."""
+
+    REASON = "TURN_OUT_OF_ORDER"
+
+
+class ExecLacksEdgeKindsError(GGModulesError):
+    """An exec inside an FSM state to a profile lacking a kind the state's outgoing edges carry
+    (`metadata["kinds"]`): exec to a profile that enables them, or with `leave_fsm=True`. Nothing changed."""
+
+    REASON = "EXEC_LACKS_EDGE_KINDS"
+
+
 class DeadlineExceededError(GGModulesError):
     """The call's deadline passed before a service answered. Mutations may or may not have applied:
     retrying with the same request id is safe."""

@@ -20,15 +20,22 @@ def transition(run_id: str, agent_id: str, to_state: str) -> Plan[Transfer[Any]]
     return mutation("transfer", "Transition", request, lambda resp: decode.transfer(resp.transfer))
 
 
-def exec_profile(run_id: str, agent_id: str, profile: str) -> Plan[Transfer[Any]]:
+def exec_profile(
+    run_id: str, agent_id: str, profile: str, *, leave_fsm: bool = False
+) -> Plan[Transfer[Any]]:
     """Hands the agent's modules to a successor running `profile`: what both profiles have is carried, what
     only the successor has starts fresh, the rest is dropped (R20). The successor keeps the agent's FSM
-    state. Retries reuse the request id (R27)."""
-    return _exec(run_id, agent_id, profile, "")
+    state, so `profile` must enable every kind that state's edges carry (else `ExecLacksEdgeKindsError`,
+    nothing changed); `leave_fsm=True` runs the successor outside the FSM instead. Retries reuse the
+    request id (R27)."""
+    return _exec(run_id, agent_id, profile, "", leave_fsm)
 
 
-def _exec(run_id: str, agent_id: str, profile: str, kept_state: str) -> Plan[Transfer[Any]]:
-    request = pb.ExecRequest(run_id=run_id, agent_id=agent_id, profile=profile)
+def _exec(
+    run_id: str, agent_id: str, profile: str, kept_state: str, leave_fsm: bool
+) -> Plan[Transfer[Any]]:
+    request = pb.ExecRequest(run_id=run_id, agent_id=agent_id, profile=profile, leave_fsm=leave_fsm)
+    kept_state = "" if leave_fsm else kept_state
     return mutation("transfer", "Exec", request,
                     lambda resp: decode.transfer(resp.transfer, kept_state=kept_state))
 
@@ -48,6 +55,7 @@ def agent_transition(agent: Instance, to_state: str) -> Plan[Transfer[Any]]:
     return transition(agent.run_id, agent.agent_id, to_state)
 
 
-def agent_exec(agent: Instance, profile: str) -> Plan[Transfer[Any]]:
-    """Hands this agent's modules to a successor running `profile` (R20); see `transfer.successor`."""
-    return _exec(agent.run_id, agent.agent_id, profile, agent.fsm_state)
+def agent_exec(agent: Instance, profile: str, *, leave_fsm: bool = False) -> Plan[Transfer[Any]]:
+    """Hands this agent's modules to a successor running `profile` (R20); see `transfer.successor`. In an
+    FSM state, `profile` must enable every kind the state's edges carry, or pass `leave_fsm=True`."""
+    return _exec(agent.run_id, agent.agent_id, profile, agent.fsm_state, leave_fsm)

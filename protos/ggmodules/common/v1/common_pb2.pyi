@@ -220,6 +220,23 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
     one still available (resume after `oldest_cursor - 1`, or from 0).
     """
+    ERROR_REASON_COST_NONE_BY_CONSTRUCTION: _ErrorReason.ValueType  # 31
+    """A turn report gives a figure for a kind whose per-turn cost is none by construction (R43): the archive
+    holds no context band. Leave it out of the report.
+    """
+    ERROR_REASON_TURN_ALREADY_REPORTED: _ErrorReason.ValueType  # 32
+    """The agent already reported this turn under another request id (or none); ErrorInfo metadata `cursor`
+    is where the first report is. A retry should reuse the first report's request id.
+    """
+    ERROR_REASON_TURN_OUT_OF_ORDER: _ErrorReason.ValueType  # 33
+    """A turn report whose turn is below the last one the agent reported (metadata `last_turn`): turns only
+    go forward.
+    """
+    ERROR_REASON_EXEC_LACKS_EDGE_KINDS: _ErrorReason.ValueType  # 34
+    """An exec inside an FSM state to a profile lacking a kind one of the state's outgoing edges carries: the
+    successor would keep the state but could never take that edge. Metadata `kinds` lists them. Exec to a
+    profile enabling them, or with `leave_fsm` so the successor runs outside the FSM.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -286,6 +303,23 @@ ERROR_REASON_KIND_NOT_HELD: ErrorReason.ValueType  # 29
 ERROR_REASON_CURSOR_EXPIRED: ErrorReason.ValueType  # 30
 """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
 one still available (resume after `oldest_cursor - 1`, or from 0).
+"""
+ERROR_REASON_COST_NONE_BY_CONSTRUCTION: ErrorReason.ValueType  # 31
+"""A turn report gives a figure for a kind whose per-turn cost is none by construction (R43): the archive
+holds no context band. Leave it out of the report.
+"""
+ERROR_REASON_TURN_ALREADY_REPORTED: ErrorReason.ValueType  # 32
+"""The agent already reported this turn under another request id (or none); ErrorInfo metadata `cursor`
+is where the first report is. A retry should reuse the first report's request id.
+"""
+ERROR_REASON_TURN_OUT_OF_ORDER: ErrorReason.ValueType  # 33
+"""A turn report whose turn is below the last one the agent reported (metadata `last_turn`): turns only
+go forward.
+"""
+ERROR_REASON_EXEC_LACKS_EDGE_KINDS: ErrorReason.ValueType  # 34
+"""An exec inside an FSM state to a profile lacking a kind one of the state's outgoing edges carries: the
+successor would keep the state but could never take that edge. Metadata `kinds` lists them. Exec to a
+profile enabling them, or with `leave_fsm` so the successor runs outside the FSM.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -88,10 +88,14 @@ class ReportTurnRequest(_message.Message):
     request_id: _builtins.str
     run_id: _builtins.str
     agent_id: _builtins.str
+    """An instance of the run; its roster decides which kinds and stores can carry a figure."""
     turn: _builtins.int
+    """The window's turn, above the last one this agent reported."""
     @_builtins.property
     def modules(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.ModuleTokens]:
-        """Tokens per module in the window on this turn; a module not listed is unmeasured."""
+        """Tokens per module in the window on this turn; a module not listed is unmeasured. One per kind, never
+        the archive (none by construction); store_id optional, and when given the agent's store of that kind.
+        """
 
     def __init__(
         self,

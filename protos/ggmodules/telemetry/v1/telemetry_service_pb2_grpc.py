@@ -83,7 +83,20 @@ class TelemetryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ReportTurn(self, request, context):
-        """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43).
+        """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43). Each
+        refusal records nothing:
+        - INVALID_ARGUMENT COST_NONE_BY_CONSTRUCTION: a figure for the archive, which holds no context band;
+        INVALID_FIELD: a kind named twice, a negative turn or token count.
+        - NOT_FOUND AGENT_NOT_FOUND / RUN_NOT_FOUND: no such instance. Telemetry knows an agent from its roster
+        event once ingested; an agent it has not ingested yet (ingestion lags OpenInstance) is confirmed with
+        the Registry at once, so a report right after opening is accepted, never refused for the lag. If the
+        Registry cannot be reached then: UNAVAILABLE, retry with the same request_id.
+        - FAILED_PRECONDITION KIND_NOT_HELD: a figure for a kind the agent's roster has off;
+        PERMISSION_DENIED NOT_A_HOLDER: a store_id that is not the agent's store of that kind.
+        - Turns go forward per agent (gaps allowed): the turn last reported again under another request id or
+        none is ALREADY_EXISTS TURN_ALREADY_REPORTED (metadata `cursor`: the first report, which stands); a
+        lower one is FAILED_PRECONDITION TURN_OUT_OF_ORDER (metadata `last_turn`). A retry with the first
+        report's request_id gets its answer (R49).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -41,7 +41,21 @@ class TelemetryServiceStub:
     oldest available cursor in the ErrorInfo metadata (`oldest_cursor`).
     """
     ReportTurn: _grpc.UnaryUnaryMultiCallable[_telemetry_service_pb2.ReportTurnRequest, _telemetry_service_pb2.ReportTurnResponse]
-    """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43)."""
+    """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43). Each
+    refusal records nothing:
+    - INVALID_ARGUMENT COST_NONE_BY_CONSTRUCTION: a figure for the archive, which holds no context band;
+      INVALID_FIELD: a kind named twice, a negative turn or token count.
+    - NOT_FOUND AGENT_NOT_FOUND / RUN_NOT_FOUND: no such instance. Telemetry knows an agent from its roster
+      event once ingested; an agent it has not ingested yet (ingestion lags OpenInstance) is confirmed with
+      the Registry at once, so a report right after opening is accepted, never refused for the lag. If the
+      Registry cannot be reached then: UNAVAILABLE, retry with the same request_id.
+    - FAILED_PRECONDITION KIND_NOT_HELD: a figure for a kind the agent's roster has off;
+      PERMISSION_DENIED NOT_A_HOLDER: a store_id that is not the agent's store of that kind.
+    - Turns go forward per agent (gaps allowed): the turn last reported again under another request id or
+      none is ALREADY_EXISTS TURN_ALREADY_REPORTED (metadata `cursor`: the first report, which stands); a
+      lower one is FAILED_PRECONDITION TURN_OUT_OF_ORDER (metadata `last_turn`). A retry with the first
+      report's request_id gets its answer (R49).
+    """
     InspectInstances: _grpc.UnaryUnaryMultiCallable[_telemetry_service_pb2.InspectInstancesRequest, _telemetry_service_pb2.InspectInstancesResponse]
     """The Instances view of a run (R37–R41)."""
     InspectModules: _grpc.UnaryUnaryMultiCallable[_telemetry_service_pb2.InspectModulesRequest, _telemetry_service_pb2.InspectModulesResponse]
@@ -64,7 +78,21 @@ class TelemetryServiceAsyncStub(TelemetryServiceStub):
     oldest available cursor in the ErrorInfo metadata (`oldest_cursor`).
     """
     ReportTurn: _aio.UnaryUnaryMultiCallable[_telemetry_service_pb2.ReportTurnRequest, _telemetry_service_pb2.ReportTurnResponse]  # type: ignore[assignment]
-    """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43)."""
+    """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43). Each
+    refusal records nothing:
+    - INVALID_ARGUMENT COST_NONE_BY_CONSTRUCTION: a figure for the archive, which holds no context band;
+      INVALID_FIELD: a kind named twice, a negative turn or token count.
+    - NOT_FOUND AGENT_NOT_FOUND / RUN_NOT_FOUND: no such instance. Telemetry knows an agent from its roster
+      event once ingested; an agent it has not ingested yet (ingestion lags OpenInstance) is confirmed with
+      the Registry at once, so a report right after opening is accepted, never refused for the lag. If the
+      Registry cannot be reached then: UNAVAILABLE, retry with the same request_id.
+    - FAILED_PRECONDITION KIND_NOT_HELD: a figure for a kind the agent's roster has off;
+      PERMISSION_DENIED NOT_A_HOLDER: a store_id that is not the agent's store of that kind.
+    - Turns go forward per agent (gaps allowed): the turn last reported again under another request id or
+      none is ALREADY_EXISTS TURN_ALREADY_REPORTED (metadata `cursor`: the first report, which stands); a
+      lower one is FAILED_PRECONDITION TURN_OUT_OF_ORDER (metadata `last_turn`). A retry with the first
+      report's request_id gets its answer (R49).
+    """
     InspectInstances: _aio.UnaryUnaryMultiCallable[_telemetry_service_pb2.InspectInstancesRequest, _telemetry_service_pb2.InspectInstancesResponse]  # type: ignore[assignment]
     """The Instances view of a run (R37–R41)."""
     InspectModules: _aio.UnaryUnaryMultiCallable[_telemetry_service_pb2.InspectModulesRequest, _telemetry_service_pb2.InspectModulesResponse]  # type: ignore[assignment]
@@ -96,7 +124,21 @@ class TelemetryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _telemetry_service_pb2.ReportTurnRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_telemetry_service_pb2.ReportTurnResponse, _abc.Awaitable[_telemetry_service_pb2.ReportTurnResponse]]:
-        """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43)."""
+        """A runtime reports its window's per-turn context breakdown: the source of measured costs (R43). Each
+        refusal records nothing:
+        - INVALID_ARGUMENT COST_NONE_BY_CONSTRUCTION: a figure for the archive, which holds no context band;
+          INVALID_FIELD: a kind named twice, a negative turn or token count.
+        - NOT_FOUND AGENT_NOT_FOUND / RUN_NOT_FOUND: no such instance. Telemetry knows an agent from its roster
+          event once ingested; an agent it has not ingested yet (ingestion lags OpenInstance) is confirmed with
+          the Registry at once, so a report right after opening is accepted, never refused for the lag. If the
+          Registry cannot be reached then: UNAVAILABLE, retry with the same request_id.
+        - FAILED_PRECONDITION KIND_NOT_HELD: a figure for a kind the agent's roster has off;
+          PERMISSION_DENIED NOT_A_HOLDER: a store_id that is not the agent's store of that kind.
+        - Turns go forward per agent (gaps allowed): the turn last reported again under another request id or
+          none is ALREADY_EXISTS TURN_ALREADY_REPORTED (metadata `cursor`: the first report, which stands); a
+          lower one is FAILED_PRECONDITION TURN_OUT_OF_ORDER (metadata `last_turn`). A retry with the first
+          report's request_id gets its answer (R49).
+        """
 
     @_abc_1.abstractmethod
     def InspectInstances(

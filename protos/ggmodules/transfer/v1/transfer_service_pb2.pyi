@@ -74,11 +74,16 @@ class ExecRequest(_message.Message):
     RUN_ID_FIELD_NUMBER: _builtins.int
     AGENT_ID_FIELD_NUMBER: _builtins.int
     PROFILE_FIELD_NUMBER: _builtins.int
+    LEAVE_FSM_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
     run_id: _builtins.str
     agent_id: _builtins.str
     profile: _builtins.str
     """The successor's profile."""
+    leave_fsm: _builtins.bool
+    """The successor runs outside the FSM rather than in the agent's state: no edge is checked, and the
+    successor cannot take a transition. False (the default): it keeps the agent's state, see Exec.
+    """
     def __init__(
         self,
         *,
@@ -86,10 +91,11 @@ class ExecRequest(_message.Message):
         run_id: _builtins.str = ...,
         agent_id: _builtins.str = ...,
         profile: _builtins.str = ...,
+        leave_fsm: _builtins.bool = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "profile", b"profile", "request_id", b"request_id", "run_id", b"run_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "leave_fsm", b"leave_fsm", "profile", b"profile", "request_id", b"request_id", "run_id", b"run_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -64,7 +64,12 @@ class TransferServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def Exec(self, request, context):
-        """Hands the agent's modules to a successor running `profile`.
+        """Hands the agent's modules to a successor running `profile` (R20). The successor keeps the agent's FSM
+        state, so inside an FSM run the exec is refused FAILED_PRECONDITION EXEC_LACKS_EDGE_KINDS, before
+        anything changes, unless `profile` enables every kind the state's outgoing edges carry (the board
+        counts as held in a run that has one, as at launch, R25): otherwise a later transition along such an
+        edge would meet a kind the successor does not hold and end the run internal_error (R26). With
+        `leave_fsm` the successor runs outside the FSM instead (it can exec, never take a transition).
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -36,7 +36,13 @@ class TransferServiceStub:
     Transition: _grpc.UnaryUnaryMultiCallable[_transfer_service_pb2.TransitionRequest, _transfer_service_pb2.TransitionResponse]
     """Takes the FSM edge from the agent's state to `to_state`."""
     Exec: _grpc.UnaryUnaryMultiCallable[_transfer_service_pb2.ExecRequest, _transfer_service_pb2.ExecResponse]
-    """Hands the agent's modules to a successor running `profile`."""
+    """Hands the agent's modules to a successor running `profile` (R20). The successor keeps the agent's FSM
+    state, so inside an FSM run the exec is refused FAILED_PRECONDITION EXEC_LACKS_EDGE_KINDS, before
+    anything changes, unless `profile` enables every kind the state's outgoing edges carry (the board
+    counts as held in a run that has one, as at launch, R25): otherwise a later transition along such an
+    edge would meet a kind the successor does not hold and end the run internal_error (R26). With
+    `leave_fsm` the successor runs outside the FSM instead (it can exec, never take a transition).
+    """
     GetTransfer: _grpc.UnaryUnaryMultiCallable[_transfer_service_pb2.GetTransferRequest, _transfer_service_pb2.GetTransferResponse]
     """A transfer by id or by the request id it was asked with, for a client that lost the answer."""
 
@@ -48,7 +54,13 @@ class TransferServiceAsyncStub(TransferServiceStub):
     Transition: _aio.UnaryUnaryMultiCallable[_transfer_service_pb2.TransitionRequest, _transfer_service_pb2.TransitionResponse]  # type: ignore[assignment]
     """Takes the FSM edge from the agent's state to `to_state`."""
     Exec: _aio.UnaryUnaryMultiCallable[_transfer_service_pb2.ExecRequest, _transfer_service_pb2.ExecResponse]  # type: ignore[assignment]
-    """Hands the agent's modules to a successor running `profile`."""
+    """Hands the agent's modules to a successor running `profile` (R20). The successor keeps the agent's FSM
+    state, so inside an FSM run the exec is refused FAILED_PRECONDITION EXEC_LACKS_EDGE_KINDS, before
+    anything changes, unless `profile` enables every kind the state's outgoing edges carry (the board
+    counts as held in a run that has one, as at launch, R25): otherwise a later transition along such an
+    edge would meet a kind the successor does not hold and end the run internal_error (R26). With
+    `leave_fsm` the successor runs outside the FSM instead (it can exec, never take a transition).
+    """
     GetTransfer: _aio.UnaryUnaryMultiCallable[_transfer_service_pb2.GetTransferRequest, _transfer_service_pb2.GetTransferResponse]  # type: ignore[assignment]
     """A transfer by id or by the request id it was asked with, for a client that lost the answer."""
 
@@ -69,7 +81,13 @@ class TransferServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _transfer_service_pb2.ExecRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_transfer_service_pb2.ExecResponse, _abc.Awaitable[_transfer_service_pb2.ExecResponse]]:
-        """Hands the agent's modules to a successor running `profile`."""
+        """Hands the agent's modules to a successor running `profile` (R20). The successor keeps the agent's FSM
+        state, so inside an FSM run the exec is refused FAILED_PRECONDITION EXEC_LACKS_EDGE_KINDS, before
+        anything changes, unless `profile` enables every kind the state's outgoing edges carry (the board
+        counts as held in a run that has one, as at launch, R25): otherwise a later transition along such an
+        edge would meet a kind the successor does not hold and end the run internal_error (R26). With
+        `leave_fsm` the successor runs outside the FSM instead (it can exec, never take a transition).
+        """
 
     @_abc_1.abstractmethod
     def GetTransfer(

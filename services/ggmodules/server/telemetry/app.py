@@ -18,6 +18,7 @@ from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
 from ggmodules.server.telemetry.settings import retention_from
+from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
@@ -32,7 +33,8 @@ def build_service(
 ) -> Service:
     engine = make_engine(config.database_url)
     repo = TelemetryRepository(engine, retention or retention_from())
-    servicer = TelemetryServicer(repo, _console(repo, log))
+    turns = TurnReports(repo, config.registry_address, log)
+    servicer = TelemetryServicer(repo, _console(repo, log), turns)
     followers = [
         Follower("modulestore", config.modulestore_address, repo, log),
         Follower("registry", config.registry_address, repo, log),
@@ -47,6 +49,7 @@ def build_service(
     async def on_stop() -> None:
         for follower in followers:
             await follower.stop()
+        await turns.close()
         repo.close()
 
     return Service(

@@ -3,18 +3,16 @@ GetStoreDetail) are delegated to the console model, which folds the same log."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator
 from typing import Protocol, TypeAlias
 
 import grpc
 
 from ggmodules.server.telemetry.subscriptions import subscribe
-from ggmodules.storage.idempotency import RequestKey
+from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
-from ggmodules.wire.telemetry import turn_event, turn_report
 
 Context: TypeAlias = grpc.aio.ServicerContext
 
@@ -37,9 +35,10 @@ class ConsoleViews(Protocol):
 
 
 class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
-    def __init__(self, repo: TelemetryRepository, console: ConsoleViews) -> None:
+    def __init__(self, repo: TelemetryRepository, console: ConsoleViews, turns: TurnReports) -> None:
         self._repo = repo
         self._console = console
+        self._turns = turns
 
     async def Subscribe(
         self, request: pb.SubscribeRequest, ctx: Context
@@ -48,16 +47,7 @@ class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
             yield item
 
     async def ReportTurn(self, request: pb.ReportTurnRequest, ctx: Context) -> pb.ReportTurnResponse:
-        event = turn_event(turn_report(request))
-        request_key = RequestKey.of("ReportTurn", request)
-        key = None if request_key is None else (request_key.method, request_key.request_id,
-                                                 request_key.request_hash)
-
-        def answer(cursor: int) -> bytes:
-            return pb.ReportTurnResponse(cursor=cursor).SerializeToString(deterministic=True)
-
-        raw = await asyncio.to_thread(self._repo.report, event, key, answer)
-        return pb.ReportTurnResponse.FromString(raw)
+        return await self._turns.report(request)
 
     async def InspectInstances(
         self, request: pb.InspectInstancesRequest, ctx: Context

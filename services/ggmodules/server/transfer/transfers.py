@@ -2,7 +2,9 @@
 
 0. asked: the journal row is written (a retry with the same request id finds it: its stored answer, or
    it is resumed).
-1. planned: Registry's run and predecessor are read and checked, the per-kind plan is made (R19-R24, R35).
+1. planned: Registry's run and predecessor are read and checked (an exec inside an FSM state: the successor
+   can take every edge out of it, see checks.require_edges_takeable), the per-kind plan is made (R19-R24,
+   R35).
 2. reserved: Registry mints the successor's agent id, invisible for now.
 3. handed over: ModuleStore applies the whole plan and appends its events in one transaction.
 4. completed: Registry makes the successor visible and records it on the predecessor.
@@ -39,7 +41,7 @@ from ggmodules.core.errors import (
     missing,
 )
 from ggmodules.core.registry.runs import require_running
-from ggmodules.core.transfer.checks import require_not_handed_on, resolve_edge
+from ggmodules.core.transfer.checks import require_edges_takeable, require_not_handed_on, resolve_edge
 from ggmodules.core.transfer.plan import PredecessorLacks, Sides, plan_exec, plan_transition
 from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
@@ -94,7 +96,9 @@ class Transfers:
         for value, name in ((request.run_id, "run_id"), (request.agent_id, "agent_id"),
                             (request.profile, "profile")):
             _require(value, name)
-        record = await self._ask("Exec", request, TransferKind.EXEC, successor_profile=request.profile)
+        record = await self._ask(
+            "Exec", request, TransferKind.EXEC, successor_profile=request.profile, leave_fsm=request.leave_fsm
+        )
         return pb.ExecResponse(transfer=await self._answer(record))
 
     def get(self, request: pb.GetTransferRequest) -> pb.GetTransferResponse:
@@ -128,7 +132,7 @@ class Transfers:
 
     async def _ask(
         self, method: str, request: Ask, kind: TransferKind, *, to_state: str = "",
-        successor_profile: str = "",
+        successor_profile: str = "", leave_fsm: bool = False,
     ) -> TransferRecord:
         request_hash = fingerprint(method.encode() + b"\n" + request.SerializeToString(deterministic=True))
 
@@ -140,6 +144,7 @@ class Transfers:
                 request_hash=request_hash, run_id=request.run_id, kind=kind,
                 predecessor_agent_id=request.agent_id, state=TransferState.PENDING, step=ASKED,
                 created_us=now_us(), to_state=to_state, successor_profile=successor_profile,
+                leave_fsm=leave_fsm,
             )
             unit.add(record)
             return record, True
@@ -188,16 +193,22 @@ class Transfers:
                 edge, successor = resolve_edge(
                     run_id, spec.fsm, agent_id, predecessor.fsm_state, record.to_state
                 )
+            successor_profile = spec.profile(successor, run_id)
+            # An exec successor keeps the agent's state, unless it leaves the FSM.
+            fsm_state = edge.target if edge else "" if record.leave_fsm else predecessor.fsm_state
+            if edge is None and fsm_state:
+                require_edges_takeable(
+                    run_id, spec.fsm, agent_id, fsm_state, successor_profile, spec.board_enabled
+                )
             sides = Sides(
                 predecessor_agent_id=agent_id,
                 predecessor_profile=spec.profile(predecessor.profile, run_id),
                 roster=roster_from_proto(predecessor.roster),
-                successor=spec.profile(successor, run_id),
+                successor=successor_profile,
                 board_enabled=spec.board_enabled,
             )
             plan = plan_exec(sides) if edge is None else plan_transition(sides, edge)
             from_state = edge.source if edge else ""
-            fsm_state = edge.target if edge else predecessor.fsm_state
         except Unavailable:
             raise
         except PredecessorLacks as lack:

@@ -67,7 +67,7 @@ def search_archive(
 ) -> list[ArchivedThread]:
     row = store_row(conn, run_id, store_id, agent_id)
     if not any(r.store_id == store_id for r, _ in held(conn, run_id, agent_id)):
-        raise not_a_holder(agent_id, store_id)
+        raise not_a_holder(conn, run_id, agent_id, store_id)
     if row.kind != Kind.ARCHIVE:
         raise FailedPrecondition(
             f"{store_id!r} is a {Kind(row.kind).word} store; search_archive reads archives",

@@ -62,12 +62,34 @@ def missing(conn: Connection | Tx, run_id: str, agent_id: str, store_id: str = "
     )
 
 
-def not_a_holder(agent_id: str, store_id: str, *, let_go: bool = False) -> PermissionDenied:
+_HELD_STORES = Prepared(
+    select(HOLDERS.c.store_id)
+    .where(
+        HOLDERS.c.run_id == bindparam("run_id"),
+        HOLDERS.c.agent_id == bindparam("agent_id"),
+        HOLDERS.c.active,
+    )
+    .order_by(HOLDERS.c.kind)
+)
+
+
+def held_store_ids(conn: Connection | Tx, run_id: str, agent_id: str) -> list[str]:
+    """The stores `agent_id` actively holds, in kind order (its roster's bound stores)."""
+    return [str(r[0]) for r in _HELD_STORES.all(conn, {"run_id": run_id, "agent_id": agent_id})]
+
+
+def not_a_holder(
+    conn: Connection | Tx, run_id: str, agent_id: str, store_id: str, *, let_go: bool = False
+) -> PermissionDenied:
+    """The refusal names the target and lists the stores the caller does hold (metadata `held`, comma
+    separated), so it can retry on the right one."""
     why = "has let it go" if let_go else "does not hold it"
+    held = held_store_ids(conn, run_id, agent_id)
+    listed = ", ".join(held) or "none"
     return PermissionDenied(
-        f"agent {agent_id!r} {why}: it can use only the stores on its roster ({store_id!r})",
+        f"agent {agent_id!r} cannot use {store_id!r}: it {why}; the stores on its roster are {listed}",
         reason=Reason.NOT_A_HOLDER,
-        metadata={"agent_id": agent_id, "store_id": store_id},
+        metadata={"agent_id": agent_id, "store_id": store_id, "held": ",".join(held)},
     )
 
 

@@ -47,7 +47,7 @@ def get_store(
         me = next((h for h in holders if h[0].agent_id == agent_id), None)
         if me is None:
             require_agent(conn, run_id, agent_id)
-            raise not_a_holder(agent_id, store_id)
+            raise not_a_holder(conn, run_id, agent_id, store_id)
         read_set = read_sets.load(conn, me[1])
     info = _info(row, [h for h, _ in holders], read_set)
     return StoreView(info, contents_of(conn, row, read_set, after_seq, page_size))

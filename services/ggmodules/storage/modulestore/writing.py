@@ -140,7 +140,7 @@ def _writer(conn: Connection | Tx, rows: list[_Row], run_id: str, agent_id: str,
         successor = handovers.successor_of(conn, run_id, agent_id)
         if successor is not None:
             raise handed_on(agent_id, successor)
-        raise not_a_holder(agent_id, store_id, let_go=writer is not None)
+        raise not_a_holder(conn, run_id, agent_id, store_id, let_go=writer is not None)
     if not writer.may_write:
         raise PermissionDenied(
             f"agent {agent_id!r} holds {store_id!r} read-only; its profile does not let it write there",

@@ -10,8 +10,9 @@ autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -21,13 +22,17 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import DomainError
+from ggmodules.core.kinds import Kind
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
+from ggmodules.core.telemetry.turns import KnownAgent, held_of
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.telemetry.recent import CAPACITY, RecentEvents, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.tables import (
+    TelAgentRow,
     TelEventRow,
     TelMetaRow,
     TelOutboxRow,
@@ -41,6 +46,7 @@ _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
 _meta = TelMetaRow.__table__  # type: ignore[attr-defined]
+_agents = TelAgentRow.__table__  # type: ignore[attr-defined]
 
 
 class TelemetryRepository:
@@ -70,12 +76,16 @@ class TelemetryRepository:
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
             self._pending, self._pending_pruned = [], 0
+            stored = self._stored
             try:
                 with self.engine.begin() as conn:
                     if conn.dialect.name == "postgresql":
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
                     yield conn
                     self._prune(conn)
+            except DomainError:
+                self._stored = stored  # a refusal: rolled back before anything was committed
+                raise
             except BaseException:
                 self._stored = self._count()  # what the rolled-back transaction counted is void
                 raise
@@ -88,6 +98,7 @@ class TelemetryRepository:
             return 0
         with self._writing() as conn:
             inserted = self._insert(conn, events)
+            self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
             self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
         return inserted
 
@@ -96,12 +107,27 @@ class TelemetryRepository:
         with self._reader.connect() as conn:
             return _meta_value(conn, f"origin/{origin}")
 
-    def report(self, event: event_pb2.Event, key: tuple[str, str, str] | None, answer: Any) -> bytes:
-        """Appends Telemetry's own `event` (once per request id) and returns the serialized answer that
-        `answer(cursor)` builds; a retried request id returns the first answer."""
+    def agent(self, run_id: str, agent_id: str) -> KnownAgent | None:
+        """The agent as Telemetry knows it (its roster ingested, or confirmed by an earlier report)."""
+        with self._reader.connect() as conn:
+            return _known(conn, run_id, agent_id)
+
+    def report(
+        self,
+        event: event_pb2.Event,
+        key: tuple[str, str, str] | None,
+        answer: Any,
+        admit: Callable[[KnownAgent | None], KnownAgent],
+    ) -> bytes:
+        """Appends Telemetry's own turn `event` (once per request id) and returns the serialized answer that
+        `answer(cursor)` builds; a retried request id returns the first answer. Otherwise `admit` is given
+        the agent as stored (None if unknown) and returns the agent to record the turn against, or
+        refuses; it runs under the write lock, so two reports of one agent are checked one after the
+        other."""
         with self._writing() as conn:
             if key is not None and (prior := self._requests.recall(conn, *key)) is not None:
                 return prior
+            agent = admit(_known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
             self._insert(conn, [event])
             self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
@@ -112,6 +138,7 @@ class TelemetryRepository:
                     )
                 ).scalar_one()
             )
+            self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
                 self._requests.record(conn, *key, response)
@@ -141,6 +168,40 @@ class TelemetryRepository:
         self._pending.extend(StoredEvent(int(r.cursor), by_key[(r.origin, r.origin_seq)]) for r in rows)
         self._stored += len(rows)
         return len(rows)
+
+    def _know(self, conn: Connection, rosters: Sequence[event_pb2.Event]) -> None:
+        """The agents whose roster events these are; one already known stays as it is."""
+        if not rosters:
+            return
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        rows = {
+            (ev.run_id, ev.agent_id): {
+                "run_id": ev.run_id,
+                "agent_id": ev.agent_id,
+                "held": _encode_held(held_of((r.kind, r.store_id, r.enabled) for r in ev.roster.rows)),
+                "last_turn": None,
+                "last_cursor": 0,
+            }
+            for ev in rosters
+        }
+        stmt = dialect.insert(_agents).values(list(rows.values()))
+        conn.execute(stmt.on_conflict_do_nothing(index_elements=["run_id", "agent_id"]))
+
+    def _record_turn(self, conn: Connection, agent: KnownAgent, turn: int, cursor: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(_agents).values(
+            run_id=agent.run_id,
+            agent_id=agent.agent_id,
+            held=_encode_held(agent.held),
+            last_turn=turn,
+            last_cursor=cursor,
+        )
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["run_id", "agent_id"],
+                set_={"last_turn": stmt.excluded.last_turn, "last_cursor": stmt.excluded.last_cursor},
+            )
+        )
 
     def _raise_meta(self, conn: Connection, key: str, value: int) -> None:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
@@ -193,6 +254,21 @@ class TelemetryRepository:
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
+
+
+def _known(conn: Connection, run_id: str, agent_id: str) -> KnownAgent | None:
+    row = conn.execute(
+        select(_agents).where(_agents.c.run_id == run_id, _agents.c.agent_id == agent_id)
+    ).first()
+    if row is None:
+        return None
+    held = {Kind[word.upper()]: store_id for word, store_id in json.loads(row.held).items()}
+    last = None if row.last_turn is None else int(row.last_turn)
+    return KnownAgent(row.run_id, row.agent_id, held, last, int(row.last_cursor))
+
+
+def _encode_held(held: Mapping[Kind, str]) -> str:
+    return json.dumps({k.word: held[k] for k in sorted(held)})
 
 
 def _meta_value(conn: Connection, key: str) -> int:

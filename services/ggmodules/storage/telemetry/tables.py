@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, Integer, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 from ggmodules.storage.idempotency import IdempotencyRow
@@ -46,6 +46,21 @@ class TelMetaRow(SQLModel, table=True):
     value: int = Field(default=0, sa_type=BigInteger)
 
 
+class TelAgentRow(SQLModel, table=True):
+    """Every agent Telemetry knows: from its roster event as ingested, or confirmed with the Registry by
+    ReportTurn ahead of ingestion. Outlives pruning, so turn reports are checked against it (R43)."""
+
+    __tablename__ = "tel_agents"
+
+    run_id: str = Field(primary_key=True)
+    agent_id: str = Field(primary_key=True)
+    # JSON object: kind word -> store id, for each kind the roster has on.
+    held: str = Field(default="{}", sa_type=Text)
+    # The last turn the agent reported (None: none yet), and where that report is on the log.
+    last_turn: int | None = Field(default=None, sa_type=BigInteger)
+    last_cursor: int = Field(default=0, sa_type=BigInteger)
+
+
 class TelOutboxRow(OutboxRow, table=True):
     """Telemetry's own events (ReportTurn): minted here with origin "telemetry", then logged."""
 
@@ -63,6 +78,7 @@ class TelRequestRow(IdempotencyRow, table=True):
 TABLES = [
     TelEventRow.__table__,  # type: ignore[attr-defined]
     TelMetaRow.__table__,  # type: ignore[attr-defined]
+    TelAgentRow.__table__,  # type: ignore[attr-defined]
     TelOutboxRow.__table__,  # type: ignore[attr-defined]
     TelStreamHeadRow.__table__,  # type: ignore[attr-defined]
     TelRequestRow.__table__,  # type: ignore[attr-defined]

@@ -49,6 +49,7 @@ class TransferRecord:
     to_state: str = ""
     successor_profile: str = ""
     successor_fsm_state: str = ""
+    leave_fsm: bool = False
     plan: bytes = b""
     opening_note: str = ""
     successor_agent_id: str = ""
@@ -124,7 +125,7 @@ class TransferUnit:
                 transfer_id=record.transfer_id, request_id=record.request_id or None,
                 request_hash=record.request_hash, run_id=record.run_id, kind=int(record.kind),
                 predecessor_agent_id=record.predecessor_agent_id, to_state=record.to_state,
-                created_us=record.created_us, **_values(record),
+                leave_fsm=record.leave_fsm, created_us=record.created_us, **_values(record),
             )
         )
 
@@ -165,7 +166,8 @@ def _record(row: Any) -> TransferRecord:
         run_id=row.run_id, kind=TransferKind(row.kind), predecessor_agent_id=row.predecessor_agent_id,
         state=TransferState(row.state), step=int(row.step), created_us=int(row.created_us),
         from_state=row.from_state, to_state=row.to_state, successor_profile=row.successor_profile,
-        successor_fsm_state=row.successor_fsm_state, plan=bytes(row.plan or b""),
+        successor_fsm_state=row.successor_fsm_state, leave_fsm=bool(row.leave_fsm),
+        plan=bytes(row.plan or b""),
         opening_note=row.opening_note,
         successor_agent_id=row.successor_agent_id, handover=bytes(row.handover or b""), failure=row.failure,
         failure_code=row.failure_code, failure_reason=row.failure_reason,

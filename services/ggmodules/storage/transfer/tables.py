@@ -25,6 +25,8 @@ class TrTransferRow(SQLModel, table=True):
     to_state: str = ""
     successor_profile: str = ""
     successor_fsm_state: str = ""
+    # Exec: the successor runs outside the FSM (ExecRequest.leave_fsm).
+    leave_fsm: bool = False
     # TransferState: pending, completed, failed.
     state: int = Field(index=True)
     # The last step journaled: 0 asked, 1 planned, 2 reserved, 3 handed over, 4 completed.
