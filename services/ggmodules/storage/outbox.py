@@ -19,6 +19,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.columns import SEQ, seq_field
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
 MAX_BATCH_BYTES = 1024 * 1024
@@ -28,10 +29,10 @@ _EVENT_OVERHEAD = 16
 
 
 class OutboxRow(SQLModel):
-    origin_seq: int | None = Field(default=None, primary_key=True)
+    origin_seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ)
     run_id: str = Field(index=True)
     agent_id: str
-    stream_seq: int
+    stream_seq: int = seq_field(default=...)
     # A serialized ggmodules.common.v1.Event, without origin_seq (the key is the truth).
     payload: bytes
 
@@ -39,7 +40,7 @@ class OutboxRow(SQLModel):
 class StreamHeadRow(SQLModel):
     run_id: str = Field(primary_key=True)
     agent_id: str = Field(primary_key=True)
-    seq: int = 0
+    seq: int = seq_field()
 
 
 @dataclass(frozen=True, slots=True)
