@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from sqlalchemy import ColumnElement, func, select
+from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
@@ -63,6 +64,8 @@ class Outbox:
         self.origin = origin
         self._rows = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
+        # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
+        self._pages: dict[tuple[bool, bool], Select[Any]] = {}
 
     @property
     def table_name(self) -> str:
@@ -109,32 +112,101 @@ class Outbox:
         max_bytes: int = MAX_BATCH_BYTES,
     ) -> OutboxPage:
         """Events after `after_origin_seq` (and at most `through`) in order: at most `limit` of them and
-        `max_bytes` of events, or the first one alone when it is larger. Sizes are read before payloads,
-        so what does not fit is never fetched."""
-        rows = self._rows
-        where: list[ColumnElement[bool]] = [rows.c.origin_seq > after_origin_seq]
-        if through is not None:
-            where.append(rows.c.origin_seq <= through)
-        if run_id:
-            where.append(rows.c.run_id == run_id)
-        sizes = conn.execute(
-            select(rows.c.origin_seq, func.length(rows.c.payload))
-            .where(*where)
-            .order_by(rows.c.origin_seq)
-            .limit(limit)
-        ).all()
-        last, taken, total = 0, 0, 0
-        for seq, size in sizes:
-            total += int(size) + _EVENT_OVERHEAD
-            if taken and total > max_bytes:
-                break
-            last, taken = int(seq), taken + 1
+        `max_bytes` of events, or the first one alone when it is larger."""
+        params = {
+            "after": after_origin_seq,
+            "through": _NO_END if through is None else through,
+            "limit": limit,
+            "max_bytes": max_bytes,
+            "run_id": run_id,
+        }
+        postgres = conn.dialect.name == "postgresql"
+        key = (postgres, bool(run_id))
+        if key not in self._pages:
+            self._pages[key] = (_summed if postgres else _stepped)(self._rows, bool(run_id))
+        read = _read_summed if postgres else _read_stepped
+        found, head, more = read(conn, self._pages[key], params)
         events = []
-        if taken:
-            stmt = select(rows.c.origin_seq, rows.c.payload).where(*where, rows.c.origin_seq <= last)
-            for seq, payload in conn.execute(stmt.order_by(rows.c.origin_seq)):
-                ev = event_pb2.Event.FromString(payload)
-                ev.origin_seq = seq
-                events.append(ev)
-        head = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
-        return OutboxPage(events, int(head or 0), more=taken < len(sizes) or len(sizes) == limit)
+        for seq, payload in found:
+            ev = event_pb2.Event.FromString(payload)
+            ev.origin_seq = seq
+            events.append(ev)
+        if head is None:  # nothing was read, so nothing said where the outbox stands
+            head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
+        return OutboxPage(events, int(head or 0), more)
+
+
+_NO_END = 2**63 - 1
+# What a read returns: (origin_seq, payload) pairs in order, the outbox head if any row was read, and
+# whether the page was cut by its count or byte bound.
+_Found = tuple[list[tuple[int, bytes]], int | None, bool]
+
+
+def _after(rows: Table, by_run: bool) -> list[ColumnElement[bool]]:
+    where = [rows.c.origin_seq > bindparam("after"), rows.c.origin_seq <= bindparam("through")]
+    return [*where, rows.c.run_id == bindparam("run_id")] if by_run else where
+
+
+def _summed(rows: Table, by_run: bool) -> Select[Any]:
+    """PostgreSQL: the byte bound is applied by the query (a running sum of sizes), so payloads past it
+    never leave the server. The first row past the bound comes back without its payload: it says the page
+    was cut."""
+    order = rows.c.origin_seq
+    size = func.length(rows.c.payload) + _EVENT_OVERHEAD
+    page = (
+        select(
+            order.label("origin_seq"),
+            rows.c.payload,
+            size.label("size"),
+            func.sum(size).over(order_by=order, rows=(None, 0)).label("upto"),
+            func.row_number().over(order_by=order).label("n"),
+        )
+        .where(*_after(rows, by_run))
+        .order_by(order)
+        .limit(bindparam("limit"))
+        .subquery()
+    )
+    max_bytes = bindparam("max_bytes", type_=SEQ)
+    fits = or_(page.c.n == 1, page.c.upto <= max_bytes)
+    return (
+        select(page.c.origin_seq, case((fits, page.c.payload)), select(func.max(order)).scalar_subquery())
+        .where(or_(page.c.n <= 2, page.c.upto - page.c.size <= max_bytes))
+        .order_by(page.c.origin_seq)
+    )
+
+
+def _read_summed(conn: Connection, stmt: Select[Any], params: dict[str, Any]) -> _Found:
+    result = conn.execute(stmt, params).all()
+    found = [(int(seq), bytes(payload)) for seq, payload, _ in result if payload is not None]
+    cut = len(found) < len(result) or len(result) == params["limit"]
+    return found, (int(result[0][2]) if result else None), cut
+
+
+def _stepped(rows: Table, by_run: bool) -> Select[Any]:
+    """SQLite: the cursor is stepped row by row (`_read_stepped`) and let go at the first row past the byte
+    bound, so nothing beyond it is read (a running sum in SQL would copy every payload of the page)."""
+    head = select(func.max(rows.c.origin_seq)).scalar_subquery()
+    return (
+        select(rows.c.origin_seq, rows.c.payload, head)
+        .where(*_after(rows, by_run))
+        .order_by(rows.c.origin_seq)
+        .limit(bindparam("limit"))
+    )
+
+
+def _read_stepped(conn: Connection, stmt: Select[Any], params: dict[str, Any]) -> _Found:
+    result = conn.execute(stmt, params)
+    found: list[tuple[int, bytes]] = []
+    newest: int | None = None
+    total, seen, cut = 0, 0, False
+    try:
+        for seq, payload, head_then in result:
+            newest, seen = head_then, seen + 1
+            total += len(payload) + _EVENT_OVERHEAD
+            if found and total > params["max_bytes"]:
+                cut = True
+                break
+            found.append((int(seq), bytes(payload)))
+    finally:
+        result.close()
+    return found, newest, cut or seen == params["limit"]

@@ -29,12 +29,19 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.storage.outbox import Outbox, OutboxPage
 
-_DRAWN = text("SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))")
-_WRITERS = text(
-    "SELECT virtualtransaction FROM pg_locks"
-    " WHERE locktype = 'relation' AND mode = 'RowExclusiveLock' AND granted"
-    " AND relation = CAST(:table AS regclass)"
-    " AND database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+# The last number drawn, then (a subquery correlated to it, so run after it) the transactions holding the
+# outbox's write lock. OFFSET 0 keeps the first read a scan of its own, evaluated before the second.
+_DRAWN_THEN_WRITERS = text(
+    "SELECT d.drawn, ARRAY("
+    "  SELECT l.virtualtransaction FROM pg_locks l"
+    "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
+    "  AND l.relation = CAST(:table AS regclass)"
+    "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "  AND coalesce(d.drawn, 0) >= 0"
+    ") FROM ("
+    "  SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))"
+    "  AS drawn OFFSET 0"
+    ") d"
 )
 # Barriers kept while writers are slow to end; past this the newest is replaced (which only delays).
 MAX_BARRIERS = 32
@@ -57,9 +64,8 @@ class Frontier:
 
     def advance(self, conn: Connection) -> tuple[int, bool]:
         """(every origin_seq up to this is final, whether numbers beyond it are still outstanding)."""
-        params = {"table": self._table}
-        drawn = int(conn.execute(_DRAWN, params).scalar() or 0)
-        writers = frozenset(conn.execute(_WRITERS, params).scalars())
+        last, holding = conn.execute(_DRAWN_THEN_WRITERS, {"table": self._table}).one()
+        drawn, writers = int(last or 0), frozenset(holding)
         # A barrier none of whose writers still holds the lock: everything it drew is final.
         for barrier in self._barriers:
             if not barrier.writers & writers:
