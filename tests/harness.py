@@ -29,6 +29,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from ggmodules.cli.main import SERVICES
+from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.server import RunningServer, start_server
 
@@ -137,7 +138,7 @@ class Suite:
         self._channels: list[grpc.Channel] = []
 
     def channel(self, address: str) -> grpc.Channel:
-        ch = grpc.insecure_channel(address)
+        ch = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
         self._channels.append(ch)
         return ch
 

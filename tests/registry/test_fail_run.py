@@ -21,7 +21,7 @@ def _run_events(suite: Suite, run_id: str) -> list[tuple[str, str]]:
     engine = create_engine(suite.urls["registry"])
     try:
         with engine.connect() as conn:
-            events, _ = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow).read(conn, 0, 1000, run_id)
+            events = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow).read(conn, 0, 1000, run_id).events
     finally:
         engine.dispose()
     return [(e.run.status, e.run.detail) for e in events]

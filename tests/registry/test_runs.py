@@ -84,7 +84,7 @@ def test_run_created_and_finished_events_reach_registrys_outbox(registry: Regist
     engine = create_engine(suite.urls["registry"])
     try:
         with engine.connect() as conn:
-            events, _ = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow).read(conn, 0, 1000, run.run_id)
+            events = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow).read(conn, 0, 1000, run.run_id).events
     finally:
         engine.dispose()
     assert [(e.origin, e.agent_id, e.stream_seq, e.run.status) for e in events] == [

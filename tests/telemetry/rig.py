@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -20,6 +21,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
+from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.server import RunningServer, start_server
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
@@ -32,13 +34,20 @@ DEADLINE = 15.0
 class InProcessTelemetry:
     """Telemetry on port 0 in the rig's loop, with a chosen retention."""
 
-    def __init__(self, loop: LoopThread, config: ServiceConfig, retention: Retention | None) -> None:
+    def __init__(
+        self,
+        loop: LoopThread,
+        config: ServiceConfig,
+        retention: Retention | None,
+        recent_bytes: int | None = None,
+    ) -> None:
         self.loop = loop
         build = importlib.import_module("ggmodules.server.telemetry.app").build_service
         log = structlog.get_logger().bind(service="telemetry")
 
         async def _start() -> RunningServer:
-            return await start_server(build(config, log, retention=retention), config.host, 0, log)
+            service = build(config, log, retention=retention, recent_bytes=recent_bytes)
+            return await start_server(service, config.host, 0, log)
 
         self.running = loop.run(_start())
         self.address = self.running.address
@@ -46,12 +55,22 @@ class InProcessTelemetry:
     def stop(self) -> None:
         self.loop.run(self.running.stop(0.5))
 
+    @property
+    def repository(self) -> Any:
+        return self.running.service.extra["repository"]
+
 
 class Rig:
     """ModuleStore, Registry and Telemetry over one backend, each on its own database."""
 
     def __init__(
-        self, backend: str, directory: Path, *, retention: int | None = None, telemetry: bool = True
+        self,
+        backend: str,
+        directory: Path,
+        *,
+        retention: int | None = None,
+        telemetry: bool = True,
+        recent_bytes: int | None = None,
     ) -> None:
         self.backend = backend
         self.loop = LoopThread()
@@ -80,13 +99,18 @@ class Rig:
             registry_address=self.registry.address,
         )
         self.retention = retention
+        self.recent_bytes = recent_bytes
         self._channels: dict[str, grpc.Channel] = {}
         self.telemetry: InProcessTelemetry | ServiceProcess | None = None
         if telemetry:
-            self.telemetry = InProcessTelemetry(
-                self.loop, self.telemetry_config, Retention(retention) if retention else None
-            )
+            self.start_telemetry()
         self.subscriptions: list[Subscription] = []
+
+    def start_telemetry(self) -> InProcessTelemetry:
+        """Telemetry in-process, started late (the rig was made with `telemetry=False`)."""
+        retention = Retention(self.retention) if self.retention else None
+        self.telemetry = InProcessTelemetry(self.loop, self.telemetry_config, retention, self.recent_bytes)
+        return self.telemetry
 
     # -- Telemetry as an OS process (for kill -9)
 
@@ -107,7 +131,7 @@ class Rig:
 
     def channel(self, address: str) -> grpc.Channel:
         if address not in self._channels:
-            self._channels[address] = grpc.insecure_channel(address)
+            self._channels[address] = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
         return self._channels[address]
 
     @property
@@ -206,9 +230,11 @@ class Subscription:
         return item
 
     def next_event(self, deadline: float = DEADLINE) -> tuple[int, event_pb2.Event]:
-        """The next event (cursor, envelope), passing over heartbeats."""
+        """The next event (cursor, envelope), passing over heartbeats, within `deadline` seconds in all (a
+        stream that carries only heartbeats fails the test rather than hanging it)."""
+        give_up = time.monotonic() + deadline
         while True:
-            item = self.next(deadline)
+            item = self.next(max(0.0, give_up - time.monotonic()))
             if item.WhichOneof("item") == "event":
                 return item.event.cursor, item.event.event
 

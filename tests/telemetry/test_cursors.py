@@ -107,6 +107,22 @@ def test_r33_an_idle_stream_carries_heartbeats_with_the_head(rig: Rig) -> None:
     assert nothing.WhichOneof("item") == "heartbeat" and nothing.heartbeat.head_cursor >= cursor
 
 
+def test_r33_a_cursor_past_2_31_is_an_idle_stream_on_every_backend(rig: Rig) -> None:
+    run, agent, _, _ = agent_with_events(rig, "end")
+    for sub in (rig.subscribe(after=2**40, heartbeat_ms=50), rig.subscribe(run, agent, after=2**40)):
+        beat = sub.next()
+        assert beat.WhichOneof("item") == "heartbeat" and beat.heartbeat.head_cursor > 0
+
+
+@pytest.mark.parametrize("heartbeat_ms", [1, 49, 60_001, -5])
+def test_r47_a_heartbeat_out_of_bounds_is_refused_naming_the_bounds(rig: Rig, heartbeat_ms: int) -> None:
+    err = rig.subscribe(heartbeat_ms=heartbeat_ms).error()
+    code, reason, metadata = error_info(err)
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert metadata == {"field": "heartbeat_ms", "min": "50", "max": "60000"}
+    assert "between 50 and 60000" in (err.details() or "")
+
+
 def test_r33_an_agent_filter_without_its_run_is_refused(rig: Rig) -> None:
     err = rig.subscribe(agent_id="coder-0").error()
     assert status_of(err) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")

@@ -5,10 +5,12 @@ from __future__ import annotations
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from ggmodules.common.v1 import event_pb2
+import grpc
+import pytest
+
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
-from ggmodules.runtime.outbox_service import Holes
+from tests.harness import status_of
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import Rig, Subscription, is_write_of
 
@@ -61,7 +63,8 @@ def test_registry_serves_its_outbox_too(rig: Rig) -> None:
 
 
 def test_concurrent_writers_reach_telemetry_once_each_in_origin_order(rig: Rig) -> None:
-    """On PostgreSQL, origin_seq values can commit out of order: the feed holds at a hole until it fills."""
+    """On PostgreSQL, origin_seq values can commit out of order: the feed sends only as far as the outbox is
+    final (test_outbox_frontier.py), so Telemetry gets every event once, in origin_seq order."""
     run = create_run(rig.reg, full_profile("coder")).run_id
     agents = [open_instance(rig.reg, run, "coder") for _ in range(6)]
 
@@ -79,12 +82,9 @@ def test_concurrent_writers_reach_telemetry_once_each_in_origin_order(rig: Rig) 
     assert from_modulestore == [ev.origin_seq for ev in rig.outbox(run)]
 
 
-def test_a_hole_in_origin_seq_holds_the_feed_until_it_fills_or_ages_out() -> None:
-    def events(*seqs: int) -> list[event_pb2.Event]:
-        return [event_pb2.Event(origin_seq=s) for s in seqs]
-
-    waiting = Holes(grace=3600)
-    assert [e.origin_seq for e in waiting.ready(0, events(1, 2, 4, 5))] == [1, 2]
-    assert [e.origin_seq for e in waiting.ready(2, events(3, 4, 5))] == [3, 4, 5]
-    rolled_back = Holes(grace=0)
-    assert [e.origin_seq for e in rolled_back.ready(0, events(1, 2, 4, 5))] == [1, 2, 4, 5]
+@pytest.mark.parametrize("heartbeat_ms", [1, 49, 60_001, -5])
+def test_r47_a_heartbeat_out_of_bounds_is_refused_naming_the_bounds(rig: Rig, heartbeat_ms: int) -> None:
+    for address in (rig.modulestore.address, rig.registry.address):
+        err = watch(rig, address, 0, heartbeat_ms=heartbeat_ms).error()
+        assert status_of(err) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+        assert "between 50 and 60000" in (err.details() or "")

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ggmodules.runtime.channels import MESSAGE_LIMITS
+
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
 DEFAULT_TRANSFER = "127.0.0.1:50053"
-# As large as the services accept, so a big window reads back whole.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -45,10 +45,8 @@ class ClientConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
-    channel_options: tuple[tuple[str, Any], ...] = (
-        ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-        ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    )
+    # The services' own message-size limits, so a big window reads back whole.
+    channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:

@@ -17,6 +17,7 @@ import grpc
 
 from ggmodules.cli.console_text import render
 from ggmodules.core.console import ConsoleModel
+from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import DEFAULT_PORTS
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
@@ -50,7 +51,7 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--heartbeat-ms", type=int, default=250)
     args = parser.parse_args(list(argv))
     address = telemetry_address(args.telemetry_address, os.environ)
-    with grpc.insecure_channel(address) as channel:
+    with grpc.insecure_channel(address, options=list(MESSAGE_LIMITS)) as channel:
         stub = pb_grpc.TelemetryServiceStub(channel)
         request = pb.SubscribeRequest(run_id=args.run_id, heartbeat_ms=args.heartbeat_ms)
         stream = stub.Subscribe(request)

@@ -27,15 +27,9 @@ from ggmodules.core.errors import (
     ResourceExhausted,
     Unavailable,
 )
+from ggmodules.runtime.channels import service_channel
 
 CALL_TIMEOUT_SECONDS = 10.0
-# Reconnect quickly once a dependency is back, rather than after grpc's default backoff of up to 2 minutes;
-# its own subchannels (not the process-wide pool), so a channel made afresh connects at once.
-CHANNEL_OPTIONS = [
-    ("grpc.initial_reconnect_backoff_ms", 200),
-    ("grpc.max_reconnect_backoff_ms", 2000),
-    ("grpc.use_local_subchannel_pool", 1),
-]
 
 _UNREACHABLE = {grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED, grpc.StatusCode.CANCELLED}
 _CALLER_FAULT: dict[grpc.StatusCode, type[DomainError]] = {
@@ -78,7 +72,7 @@ class Dependency:
 
     async def call(self, method: str, request: Any) -> Any:
         if self._stub is None:
-            self._channel = grpc.aio.insecure_channel(self.address, options=CHANNEL_OPTIONS)
+            self._channel = service_channel(self.address)
             self._stub = self._make_stub(self._channel)
         try:
             return await getattr(self._stub, method)(request, timeout=self._timeout)

@@ -18,15 +18,11 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
+from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.interceptors import CallInterceptor
 
-# Large enough for any message the domain accepts, so the domain's own limit answers first.
-MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-SERVER_OPTIONS = [
-    ("grpc.max_receive_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
-    ("grpc.so_reuseport", 0),
-]
+# The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
+SERVER_OPTIONS = [*MESSAGE_LIMITS, ("grpc.so_reuseport", 0)]
 
 
 @dataclass

@@ -2,26 +2,38 @@
 
 Each service has its own outbox table (a subclass of `OutboxRow`) and stream-head table. `origin_seq`
 is the row's autoincrement key; `stream_seq` increases along each (run, agent) stream.
+
+Reads come in pages bounded in count and in bytes (`MAX_BATCH_BYTES`, counted as the events travel), so a
+page always fits in one gRPC message; an event larger than the bound makes a page of its own.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from google.protobuf.timestamp_pb2 import Timestamp
-from sqlalchemy import select
+from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, or_, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.columns import SEQ, seq_field
+
+# A page of outbox events holds at most this many bytes of events, unless it is one event alone.
+MAX_BATCH_BYTES = 1024 * 1024
+# What an event adds on the wire to its stored bytes: origin_seq (a tag and a varint of up to 10 bytes) and
+# its own tag and length as an element of a repeated field.
+_EVENT_OVERHEAD = 16
 
 
 class OutboxRow(SQLModel):
-    origin_seq: int | None = Field(default=None, primary_key=True)
+    origin_seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ)
     run_id: str = Field(index=True)
     agent_id: str
-    stream_seq: int
+    stream_seq: int = seq_field(default=...)
     # A serialized ggmodules.common.v1.Event, without origin_seq (the key is the truth).
     payload: bytes
 
@@ -29,7 +41,20 @@ class OutboxRow(SQLModel):
 class StreamHeadRow(SQLModel):
     run_id: str = Field(primary_key=True)
     agent_id: str = Field(primary_key=True)
-    seq: int = 0
+    seq: int = seq_field()
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxPage:
+    """Events after a position, in origin_seq order."""
+
+    events: list[event_pb2.Event]
+    # The newest origin_seq in the outbox when the page was read.
+    head: int
+    # The page was cut by its count or byte bound: more events follow right after it.
+    more: bool
+    # Events may exist past what was read that are not final yet (PostgreSQL: see outbox_frontier.py).
+    held: bool = False
 
 
 class Outbox:
@@ -39,6 +64,12 @@ class Outbox:
         self.origin = origin
         self._rows = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
+        # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
+        self._pages: dict[tuple[bool, bool], Select[Any]] = {}
+
+    @property
+    def table_name(self) -> str:
+        return str(self._rows.name)
 
     def append(self, conn: Connection, event: event_pb2.Event) -> event_pb2.Event:
         """Appends `event` to its (run, agent) stream inside the caller's transaction."""
@@ -71,17 +102,111 @@ class Outbox:
         return int(conn.execute(stmt).scalar_one())
 
     def read(
-        self, conn: Connection, after_origin_seq: int, limit: int, run_id: str = ""
-    ) -> tuple[list[event_pb2.Event], int]:
-        """Events after `after_origin_seq` in order, and the outbox head."""
-        stmt = select(self._rows).where(self._rows.c.origin_seq > after_origin_seq)
-        if run_id:
-            stmt = stmt.where(self._rows.c.run_id == run_id)
-        rows = conn.execute(stmt.order_by(self._rows.c.origin_seq).limit(limit)).all()
+        self,
+        conn: Connection,
+        after_origin_seq: int,
+        limit: int,
+        run_id: str = "",
+        *,
+        through: int | None = None,
+        max_bytes: int = MAX_BATCH_BYTES,
+    ) -> OutboxPage:
+        """Events after `after_origin_seq` (and at most `through`) in order: at most `limit` of them and
+        `max_bytes` of events, or the first one alone when it is larger."""
+        params = {
+            "after": after_origin_seq,
+            "through": _NO_END if through is None else through,
+            "limit": limit,
+            "max_bytes": max_bytes,
+            "run_id": run_id,
+        }
+        postgres = conn.dialect.name == "postgresql"
+        key = (postgres, bool(run_id))
+        if key not in self._pages:
+            self._pages[key] = (_summed if postgres else _stepped)(self._rows, bool(run_id))
+        read = _read_summed if postgres else _read_stepped
+        found, head, more = read(conn, self._pages[key], params)
         events = []
-        for row in rows:
-            ev = event_pb2.Event.FromString(row.payload)
-            ev.origin_seq = row.origin_seq
+        for seq, payload in found:
+            ev = event_pb2.Event.FromString(payload)
+            ev.origin_seq = seq
             events.append(ev)
-        head = conn.execute(select(self._rows.c.origin_seq).order_by(self._rows.c.origin_seq.desc()).limit(1))
-        return events, int(head.scalar() or 0)
+        if head is None:  # nothing was read, so nothing said where the outbox stands
+            head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
+        return OutboxPage(events, int(head or 0), more)
+
+
+_NO_END = 2**63 - 1
+# What a read returns: (origin_seq, payload) pairs in order, the outbox head if any row was read, and
+# whether the page was cut by its count or byte bound.
+_Found = tuple[list[tuple[int, bytes]], int | None, bool]
+
+
+def _after(rows: Table, by_run: bool) -> list[ColumnElement[bool]]:
+    where = [rows.c.origin_seq > bindparam("after"), rows.c.origin_seq <= bindparam("through")]
+    return [*where, rows.c.run_id == bindparam("run_id")] if by_run else where
+
+
+def _summed(rows: Table, by_run: bool) -> Select[Any]:
+    """PostgreSQL: the byte bound is applied by the query (a running sum of sizes), so payloads past it
+    never leave the server. The first row past the bound comes back without its payload: it says the page
+    was cut."""
+    order = rows.c.origin_seq
+    size = func.length(rows.c.payload) + _EVENT_OVERHEAD
+    page = (
+        select(
+            order.label("origin_seq"),
+            rows.c.payload,
+            size.label("size"),
+            func.sum(size).over(order_by=order, rows=(None, 0)).label("upto"),
+            func.row_number().over(order_by=order).label("n"),
+        )
+        .where(*_after(rows, by_run))
+        .order_by(order)
+        .limit(bindparam("limit"))
+        .subquery()
+    )
+    max_bytes = bindparam("max_bytes", type_=SEQ)
+    fits = or_(page.c.n == 1, page.c.upto <= max_bytes)
+    return (
+        select(page.c.origin_seq, case((fits, page.c.payload)), select(func.max(order)).scalar_subquery())
+        .where(or_(page.c.n <= 2, page.c.upto - page.c.size <= max_bytes))
+        .order_by(page.c.origin_seq)
+    )
+
+
+def _read_summed(conn: Connection, stmt: Select[Any], params: dict[str, Any]) -> _Found:
+    result = conn.execute(stmt, params).all()
+    found = [(int(seq), bytes(payload)) for seq, payload, _ in result if payload is not None]
+    cut = len(found) < len(result) or len(result) == params["limit"]
+    return found, (int(result[0][2]) if result else None), cut
+
+
+def _stepped(rows: Table, by_run: bool) -> Select[Any]:
+    """SQLite: the cursor is stepped row by row (`_read_stepped`) and let go at the first row past the byte
+    bound, so nothing beyond it is read (a running sum in SQL would copy every payload of the page)."""
+    head = select(func.max(rows.c.origin_seq)).scalar_subquery()
+    return (
+        select(rows.c.origin_seq, rows.c.payload, head)
+        .where(*_after(rows, by_run))
+        .order_by(rows.c.origin_seq)
+        .limit(bindparam("limit"))
+    )
+
+
+def _read_stepped(conn: Connection, stmt: Select[Any], params: dict[str, Any]) -> _Found:
+    result = conn.execute(stmt, params)
+    found: list[tuple[int, bytes]] = []
+    newest: int | None = None
+    total, seen, cut = 0, 0, False
+    try:
+        for seq, payload, head_then in result:
+            newest, seen = head_then, seen + 1
+            total += len(payload) + _EVENT_OVERHEAD
+            if found and total > params["max_bytes"]:
+                cut = True
+                break
+            found.append((int(seq), bytes(payload)))
+    finally:
+        result.close()
+    return found, newest, cut or seen == params["limit"]

@@ -27,7 +27,9 @@ class WatchOutboxRequest(_message.Message):
     HEARTBEAT_MS_FIELD_NUMBER: _builtins.int
     after_origin_seq: _builtins.int
     heartbeat_ms: _builtins.int
-    """How long an idle stream waits before a heartbeat; 0 = the service's default."""
+    """How long an idle stream waits before a heartbeat: 0 = the service's default (1000), otherwise between
+    50 and 60000 (INVALID_ARGUMENT outside them).
+    """
     def __init__(
         self,
         *,
@@ -52,7 +54,9 @@ class WatchOutboxResponse(_message.Message):
     """The newest origin_seq in the outbox when the batch was read."""
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]:
-        """A batch of events in origin_seq order; empty for a heartbeat."""
+        """A batch of events in origin_seq order, at most 500 and 1 MiB of them (a single larger event comes
+        alone); empty for a heartbeat.
+        """
 
     def __init__(
         self,

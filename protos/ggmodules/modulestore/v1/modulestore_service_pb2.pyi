@@ -1002,6 +1002,9 @@ class ReadOutboxRequest(_message.Message):
     after_origin_seq: _builtins.int
     """Events with origin_seq greater than this."""
     page_size: _builtins.int
+    """At most this many events (0 = 100; at most 1000) and at most 1 MiB of them, unless the first alone is
+    larger: read on after the last origin_seq until a page comes back empty.
+    """
     run_id: _builtins.str
     """Only this run's events when set."""
     def __init__(

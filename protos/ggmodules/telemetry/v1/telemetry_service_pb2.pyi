@@ -33,7 +33,9 @@ class SubscribeRequest(_message.Message):
     after_cursor: _builtins.int
     """Exclusive: events after this cursor. 0 = from the oldest retained."""
     heartbeat_ms: _builtins.int
-    """How long an idle stream waits before a heartbeat; 0 = the service's default."""
+    """How long an idle stream waits before a heartbeat: 0 = the service's default (1000), otherwise between
+    50 and 60000 (INVALID_ARGUMENT outside them).
+    """
     def __init__(
         self,
         *,

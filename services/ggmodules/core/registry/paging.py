@@ -10,6 +10,8 @@ from ggmodules.core.errors import InvalidArgument, Reason
 
 DEFAULT_PAGE_SIZE = 50
 MAX_PAGE_SIZE = 500
+# Positions are 64-bit; a token naming one beyond was not handed out by a list.
+MAX_POSITION = 2**63 - 1
 
 
 def page_size(requested: int) -> int:
@@ -32,7 +34,7 @@ def decode_token(token: str, scope: str) -> int:
     try:
         text = base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)).decode()
         given_scope, after = text.rsplit("|", 1)
-        if given_scope == scope and after.isdigit():
+        if given_scope == scope and after.isdigit() and int(after) <= MAX_POSITION:
             return int(after)
     except (binascii.Error, UnicodeDecodeError, ValueError):
         pass

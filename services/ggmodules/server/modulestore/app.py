@@ -19,7 +19,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
-from ggmodules.runtime.outbox_service import watch_outbox
+from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.server import Service
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.storage.engine import is_sqlite, make_engine
@@ -41,12 +41,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = make_engine(config.database_url)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline)
-    outbox = watch_outbox(
-        lambda after, n: repo.read_outbox(after, n, ""),
-        repo.committed,
-        run_inline if inline else run_in_thread,
-        contiguous=not inline,
-    )
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread)
     log.info("modulestore storage ready", backend=engine.dialect.name)
 

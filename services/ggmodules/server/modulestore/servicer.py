@@ -152,7 +152,6 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     ) -> svc.ReadOutboxResponse:
         check_name("run_id", request.run_id, required=False)
         limit = min(request.page_size, 1000) if request.page_size > 0 else 100
-        events, head = await self._run(
-            self._repo.read_outbox, max(request.after_origin_seq, 0), limit, request.run_id
-        )
-        return svc.ReadOutboxResponse(events=events, head_origin_seq=head)
+        after = max(request.after_origin_seq, 0)
+        page = await self._run(self._repo.read_outbox, after, limit, request.run_id)
+        return svc.ReadOutboxResponse(events=page.events, head_origin_seq=page.head)

@@ -10,7 +10,7 @@ import structlog
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
-from ggmodules.runtime.outbox_service import outbox_reader, watch_outbox
+from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading
 from ggmodules.runtime.server import Service
 from ggmodules.server.registry.binder import ModuleStoreBinder
 from ggmodules.server.registry.instances import Instances
@@ -26,8 +26,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log)
-    outbox = watch_outbox(outbox_reader(engine, repo.outbox), repo.committed, asyncio.to_thread,
-                          contiguous=engine.dialect.name == "postgresql")
+    outbox = OutboxServicer(repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread)
     servicer = RegistryServicer(Runs(repo), Instances(repo, binder), Successors(repo))
 
     def register(server: grpc.aio.Server) -> None:

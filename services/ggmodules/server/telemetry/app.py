@@ -17,7 +17,7 @@ from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
-from ggmodules.server.telemetry.settings import retention_from
+from ggmodules.server.telemetry.settings import recent_bytes_from, retention_from
 from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
@@ -29,10 +29,14 @@ CONSOLE_MODULE = "ggmodules.server.telemetry.console"
 
 
 def build_service(
-    config: ServiceConfig, log: structlog.typing.FilteringBoundLogger, *, retention: Retention | None = None
+    config: ServiceConfig,
+    log: structlog.typing.FilteringBoundLogger,
+    *,
+    retention: Retention | None = None,
+    recent_bytes: int | None = None,
 ) -> Service:
     engine = make_engine(config.database_url)
-    repo = TelemetryRepository(engine, retention or retention_from())
+    repo = TelemetryRepository(engine, retention or retention_from(), recent_bytes or recent_bytes_from())
     turns = TurnReports(repo, config.registry_address, log)
     servicer = TelemetryServicer(repo, _console(repo, log), turns)
     followers = [

@@ -14,6 +14,7 @@ import structlog
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.runtime.channels import service_channel
 from ggmodules.storage.telemetry import TelemetryRepository
 
 HEARTBEAT_MS = 1000
@@ -46,7 +47,7 @@ class Follower:
 
     async def _run(self) -> None:
         delay = BACKOFF_MIN
-        async with grpc.aio.insecure_channel(self.address) as channel:
+        async with service_channel(self.address) as channel:
             stub = pb_grpc.OutboxServiceStub(channel)
             while True:
                 try:

@@ -3,6 +3,11 @@
 | setting | environment | default |
 |---|---|---|
 | retention | GGMODULES_TELEMETRY_RETENTION_EVENTS | 1,000,000 events; the oldest beyond it are pruned |
+| recent-events cache | GGMODULES_TELEMETRY_RECENT_BYTES | 67,108,864 bytes (64 MiB) |
+
+The recent-events cache holds the newest events in memory, at most that many bytes of them (and at most
+10,000), so caught-up subscribers are served without a database read; a subscriber further behind reads
+the database. Both values are whole numbers (`_` and `,` allowed as separators).
 """
 
 from __future__ import annotations
@@ -11,13 +16,22 @@ import os
 from collections.abc import Mapping
 
 from ggmodules.core.telemetry.streams import Retention
+from ggmodules.storage.telemetry.recent import DEFAULT_RECENT_BYTES
 
 DEFAULT_RETENTION_EVENTS = 1_000_000
 
 
 def retention_from(env: Mapping[str, str] | None = None) -> Retention:
-    value = (os.environ if env is None else env).get("GGMODULES_TELEMETRY_RETENTION_EVENTS", "").strip()
-    events = int(value.replace("_", "").replace(",", "")) if value else DEFAULT_RETENTION_EVENTS
-    if events < 1:
-        raise ValueError(f"GGMODULES_TELEMETRY_RETENTION_EVENTS must be at least 1, not {events}")
-    return Retention(events)
+    return Retention(_positive(env, "GGMODULES_TELEMETRY_RETENTION_EVENTS", DEFAULT_RETENTION_EVENTS))
+
+
+def recent_bytes_from(env: Mapping[str, str] | None = None) -> int:
+    return _positive(env, "GGMODULES_TELEMETRY_RECENT_BYTES", DEFAULT_RECENT_BYTES)
+
+
+def _positive(env: Mapping[str, str] | None, name: str, default: int) -> int:
+    value = (os.environ if env is None else env).get(name, "").strip()
+    number = int(value.replace("_", "").replace(",", "")) if value else default
+    if number < 1:
+        raise ValueError(f"{name} must be at least 1, not {number}")
+    return number

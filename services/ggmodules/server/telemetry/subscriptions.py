@@ -12,20 +12,20 @@ import asyncio
 import time
 from collections.abc import AsyncIterator
 
+from ggmodules.core.heartbeats import heartbeat_seconds
 from ggmodules.core.telemetry.streams import StreamFilter, check_retained, start_position
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire.telemetry import heartbeat, stream_event
 
 BATCH = 500
-DEFAULT_HEARTBEAT_MS = 1000
 
 
 async def subscribe(
     repo: TelemetryRepository, request: pb.SubscribeRequest
 ) -> AsyncIterator[pb.SubscribeResponse]:
     where = StreamFilter.of(request.run_id, request.agent_id)
-    idle = (request.heartbeat_ms if request.heartbeat_ms > 0 else DEFAULT_HEARTBEAT_MS) / 1000
+    idle = heartbeat_seconds(request.heartbeat_ms)
     _, pruned = await asyncio.to_thread(repo.head)
     position = start_position(request.after_cursor, pruned)
     last_sent = time.monotonic()

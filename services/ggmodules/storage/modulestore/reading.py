@@ -126,9 +126,9 @@ def _encode_token(kind: int, n: int) -> str:
 def _decode_token(token: str) -> tuple[int, int]:
     try:
         tag, kind, n = base64.urlsafe_b64decode(token.encode()).decode().split(":")
-        if tag != "ms1":
+        if tag != "ms1" or not 0 <= int(n) < 2**63:
             raise ValueError(tag)
-        return int(kind), int(n)
+        return int(Kind(int(kind))), int(n)
     except ValueError:
         raise InvalidArgument(
             "page_token was not handed out by ListStores; pass the next_page_token of the previous page",

@@ -12,7 +12,6 @@ from typing import TypeVar
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
 
-from ggmodules.common.v1 import event_pb2
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.binding import BindPlan, RosterRow
 from ggmodules.core.modules.contents import ArchivedThread
@@ -29,6 +28,7 @@ from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
 from ggmodules.storage.modulestore.transaction import Transactions
+from ggmodules.storage.outbox import OutboxPage
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
@@ -91,7 +91,7 @@ class ModuleStoreRepository:
     ) -> list[ArchivedThread]:
         return self.read(lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, query, limit))
 
-    def read_outbox(self, after: int, limit: int, run_id: str) -> tuple[list[event_pb2.Event], int]:
+    def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         return self.read(lambda c: self.outbox.read(c, after, limit, run_id))
 
     def close(self) -> None:

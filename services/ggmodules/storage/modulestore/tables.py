@@ -7,6 +7,7 @@ from __future__ import annotations
 from sqlalchemy import Column, Index, Text
 from sqlmodel import Field, SQLModel
 
+from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.idempotency import IdempotencyRow
 from ggmodules.storage.outbox import OutboxRow, StreamHeadRow
 
@@ -22,20 +23,20 @@ class MsStore(SQLModel, table=True):
     store_id: str = Field(primary_key=True)
     kind: int
     # The n of `<kind>-<n>` (R34), for ordering.
-    n: int
-    max_items: int = 0
-    max_bytes: int = 0
+    n: int = seq_field(default=...)
+    max_items: int = seq_field()
+    max_bytes: int = seq_field()
     strategy: int = 0
     skills_directory: str = ""
     forked_from: str = ""
     # Log lineage: entries with seq <= parent_limit are read from the parent store (and its parents).
     parent_store_id: str = ""
-    parent_limit: int = 0
-    head_seq: int = 0
-    turn: int = 0
-    items: int = 0
-    bytes: int = 0
-    writes: int = 0
+    parent_limit: int = seq_field()
+    head_seq: int = seq_field()
+    turn: int = seq_field()
+    items: int = seq_field()
+    bytes: int = seq_field()
+    writes: int = seq_field()
     # The kind's mutable state as JSON (see ggmodules.core.modules.states).
     state: str = Field(default="{}", sa_column=Column(Text, nullable=False))
 
@@ -46,10 +47,10 @@ class MsMessage(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     store_id: str = Field(primary_key=True)
-    seq: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True, sa_type=SEQ)
     role: str
     content: str = Field(sa_column=Column(Text, nullable=False))
-    turn: int
+    turn: int = seq_field(default=...)
 
 
 class MsArchivedThread(SQLModel, table=True):
@@ -58,7 +59,7 @@ class MsArchivedThread(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     store_id: str = Field(primary_key=True)
-    seq: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True, sa_type=SEQ)
     title: str = Field(sa_column=Column(Text, nullable=False))
     # JSON list of [role, content].
     messages: str = Field(sa_column=Column(Text, nullable=False))
@@ -72,7 +73,7 @@ class MsCounter(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     kind: int = Field(primary_key=True)
-    next: int = 0
+    next: int = seq_field()
 
 
 class MsNamed(SQLModel, table=True):
@@ -123,7 +124,7 @@ class MsHolder(SQLModel, table=True):
     may_write: bool
     active: bool = True
     # The store's write count when the holder joined: its stream starts there (R13).
-    watermark: int = 0
+    watermark: int = seq_field()
     # Skills: the holder's read set (a fork copies it into a new row, a share aliases the same id).
     read_set_id: str = ""
 

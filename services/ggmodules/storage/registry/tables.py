@@ -5,6 +5,7 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, LargeBinary, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
+from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.idempotency import IdempotencyRow
 from ggmodules.storage.outbox import OutboxRow, StreamHeadRow
 
@@ -13,7 +14,7 @@ class RegRunRow(SQLModel, table=True):
     __tablename__ = "reg_runs"
 
     # Creation order; what ListRuns pages by.
-    seq: int | None = Field(default=None, primary_key=True)
+    seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ)
     run_id: str = Field(unique=True)
     name: str = ""
     board_enabled: bool = False
@@ -37,7 +38,7 @@ class RegInstanceRow(SQLModel, table=True):
     )
 
     # Creation order; what ListInstances pages by.
-    seq: int | None = Field(default=None, primary_key=True)
+    seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ)
     run_id: str = Field(index=True)
     agent_id: str
     profile: str
@@ -71,7 +72,7 @@ class RegAgentCounterRow(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     profile: str = Field(primary_key=True)
-    next_n: int = 0
+    next_n: int = seq_field()
 
 
 class RegOutboxRow(OutboxRow, table=True):

@@ -3,6 +3,9 @@
 Ingestion adds each batch after it commits; every subscriber that has caught up reads the new events from
 here, so a write reaches a hundred subscribers without a hundred reads. A subscriber further behind than
 what is held reads the database as before.
+
+What is held is bounded twice: at most `CAPACITY` events and at most `max_bytes` of them (serialized), the
+oldest let go first, so a run of large events cannot make the cache hold hundreds of megabytes.
 """
 
 from __future__ import annotations
@@ -16,12 +19,15 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
 
 CAPACITY = 10_000
+DEFAULT_RECENT_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
 class StoredEvent:
     cursor: int
     event: event_pb2.Event
+    # Its serialized size in bytes, as stored.
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,9 +46,11 @@ class StreamRead:
 class RecentEvents:
     """Complete above `floor`: every stored event with a cursor above it is held, in cursor order."""
 
-    def __init__(self, head: int, pruned_through: int, capacity: int) -> None:
+    def __init__(self, head: int, pruned_through: int, capacity: int, max_bytes: int) -> None:
         self._events: deque[StoredEvent] = deque()
         self._capacity = capacity
+        self._max_bytes = max_bytes
+        self._bytes = 0
         self._lock = threading.Lock()
         self._floor = head
         self._head = head
@@ -53,10 +61,19 @@ class RecentEvents:
         with self._lock:
             for item in stored:
                 self._events.append(item)
+                self._bytes += item.size
                 self._head = item.cursor
-            while len(self._events) > self._capacity:
-                self._floor = self._events.popleft().cursor
+            while self._events and (len(self._events) > self._capacity or self._bytes > self._max_bytes):
+                oldest = self._events.popleft()
+                self._bytes -= oldest.size
+                self._floor = oldest.cursor
             self._pruned_through = max(self._pruned_through, pruned_through)
+
+    @property
+    def held(self) -> tuple[int, int]:
+        """(events, bytes) held now."""
+        with self._lock:
+            return len(self._events), self._bytes
 
     def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead | None:
         """The matching events after `after`, or None when they are not all held (read the database)."""

@@ -30,7 +30,13 @@ from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
-from ggmodules.storage.telemetry.recent import CAPACITY, RecentEvents, StoredEvent, StreamRead
+from ggmodules.storage.telemetry.recent import (
+    CAPACITY,
+    DEFAULT_RECENT_BYTES,
+    RecentEvents,
+    StoredEvent,
+    StreamRead,
+)
 from ggmodules.storage.telemetry.tables import (
     TelAgentRow,
     TelEventRow,
@@ -50,7 +56,9 @@ _agents = TelAgentRow.__table__  # type: ignore[attr-defined]
 
 
 class TelemetryRepository:
-    def __init__(self, engine: Engine, retention: Retention) -> None:
+    def __init__(
+        self, engine: Engine, retention: Retention, recent_bytes: int = DEFAULT_RECENT_BYTES
+    ) -> None:
         migrate(engine, "telemetry")
         self.engine = engine
         self.retention = retention
@@ -64,7 +72,7 @@ class TelemetryRepository:
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
         head, pruned_through = self.head()
-        self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events))
+        self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
     def _count(self) -> int:
         with self._reader.connect() as conn:
@@ -146,6 +154,7 @@ class TelemetryRepository:
 
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
         stmt = (
             dialect.insert(_events)
             .values(
@@ -155,17 +164,18 @@ class TelemetryRepository:
                         "origin_seq": ev.origin_seq,
                         "run_id": ev.run_id,
                         "agent_id": ev.agent_id,
-                        "payload": ev.SerializeToString(),
+                        "payload": payload,
                     }
-                    for ev in events
+                    for ev, payload in payloads.values()
                 ]
             )
             .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
             .returning(_events.c.cursor, _events.c.origin, _events.c.origin_seq)
         )
-        by_key = {(ev.origin, ev.origin_seq): ev for ev in events}
         rows = conn.execute(stmt).all()
-        self._pending.extend(StoredEvent(int(r.cursor), by_key[(r.origin, r.origin_seq)]) for r in rows)
+        for r in rows:
+            ev, payload = payloads[(r.origin, r.origin_seq)]
+            self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
         self._stored += len(rows)
         return len(rows)
 
@@ -241,7 +251,9 @@ class TelemetryRepository:
                 stmt = stmt.where(_events.c.agent_id == where.agent_id)
             rows = conn.execute(stmt.order_by(_events.c.cursor).limit(limit)).all()
             pruned = _meta_value(conn, PRUNED_THROUGH)
-        events = [StoredEvent(int(r.cursor), event_pb2.Event.FromString(r.payload)) for r in rows]
+        events = [
+            StoredEvent(int(r.cursor), event_pb2.Event.FromString(r.payload), len(r.payload)) for r in rows
+        ]
         return StreamRead(events, head, len(rows) == limit, pruned)
 
     def head(self) -> tuple[int, int]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 from sqlalchemy import BigInteger, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
+from ggmodules.storage.columns import SEQ
+
 
 class TrTransferRow(SQLModel, table=True):
     """One transfer, from the moment it is asked for until it completed or failed. The unique request id is
@@ -12,7 +14,7 @@ class TrTransferRow(SQLModel, table=True):
 
     __tablename__ = "tr_transfers"
 
-    seq: int | None = Field(default=None, primary_key=True)
+    seq: int | None = Field(default=None, primary_key=True, sa_type=SEQ)
     transfer_id: str = Field(unique=True)
     # Absent when the caller sent no request id (the call is then not idempotent).
     request_id: str | None = Field(default=None, unique=True)

@@ -12,7 +12,7 @@ import sqlmodel
 from alembic import op
 
 revision = "tel_h4_0002"
-down_revision = "tel_0001"
+down_revision = "h1_tel_0002"
 branch_labels = None
 depends_on = None
 

@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision = "tr_h4_0002"
-down_revision = "tr_0001"
+down_revision = "h1_tr_0002"
 branch_labels = None
 depends_on = None
 

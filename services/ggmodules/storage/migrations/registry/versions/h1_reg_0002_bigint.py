@@ -1,0 +1,51 @@
+"""registry: sequences, cursors and counters 64-bit on PostgreSQL.
+
+Revision ID: h1_reg_0002
+Revises: reg_0001
+
+A request naming a position above 2^31 (after_seq, after_origin_seq, a page token) was refused by
+PostgreSQL with "integer out of range". SQLite's INTEGER is 64-bit already: nothing changes there.
+"""
+
+from alembic import op
+
+revision = "h1_reg_0002"
+down_revision = "reg_0001"
+branch_labels = None
+depends_on = None
+
+# table -> its 32-bit integer columns that become BIGINT
+COLUMNS = {
+    "reg_runs": ["seq"],
+    "reg_instances": ["seq"],
+    "reg_agent_counters": ["next_n"],
+    "reg_outbox": ["origin_seq", "stream_seq"],
+    "reg_stream_heads": ["seq"],
+}
+# tables whose autoincrement key draws from a sequence made `AS integer`
+SERIALS = {
+    "reg_runs": "seq",
+    "reg_instances": "seq",
+    "reg_outbox": "origin_seq",
+}
+
+
+def upgrade() -> None:
+    _retype("BIGINT", "bigint")
+
+
+def downgrade() -> None:
+    _retype("INTEGER", "integer")
+
+
+def _retype(column_type: str, sequence_type: str) -> None:
+    if op.get_bind().dialect.name != "postgresql":
+        return
+    for table, columns in COLUMNS.items():  # one ALTER per table: the table is rewritten once
+        changes = ", ".join(f'ALTER COLUMN "{c}" TYPE {column_type}' for c in columns)
+        op.execute(f'ALTER TABLE "{table}" {changes}')
+    for table, column in SERIALS.items():
+        sequence = op.get_bind().exec_driver_sql(
+            f"SELECT pg_get_serial_sequence('{table}', '{column}')"
+        ).scalar_one()
+        op.execute(f"ALTER SEQUENCE {sequence} AS {sequence_type}")

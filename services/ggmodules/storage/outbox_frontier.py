@@ -1,0 +1,98 @@
+"""How far an outbox is final, on PostgreSQL: read from the database itself, with no timer.
+
+`origin_seq` comes from a sequence, drawn when a row is inserted, so on PostgreSQL numbers commit out of
+order: 7 can be visible while the transaction holding 6 is still open, or 6 is rolled back and never
+appears. A watcher that sent 7 and moved its position past 6 would lose 6 for good; one that waited for 6
+on a clock would either wait too long or, after a slow transaction, skip it.
+
+The frontier: read the last number the sequence handed out (`drawn`), then the transactions holding a write
+lock on the outbox table. Every transaction that inserted a row took RowExclusiveLock on the table before
+its INSERT drew the number and holds it until it ends (commit or rollback). So once none of those
+transactions holds the lock any more, every number up to `drawn` is final: committed and visible, or never
+coming. A reader sends rows only up to the frontier, in origin_seq order: nothing is skipped, and a
+rolled-back transaction holds nobody up once it has ended.
+
+Why not the rows' own transaction ids (an `xid8` column read below `pg_snapshot_xmin`)? A transaction that
+began earlier, with the smaller xid, can draw its number later: T1 (xid 100) draws 6 and commits while T2
+(xid 101) still holds 5; xmin is then 101, row 6 is below it, and 5 is yet to come. The frontier here is
+taken on numbers, not xids, and the lock is this table's, so a long transaction elsewhere on the server
+holds up nothing.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, replace
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ggmodules.storage.outbox import Outbox, OutboxPage
+
+# The last number drawn, then (a subquery correlated to it, so run after it) the transactions holding the
+# outbox's write lock. OFFSET 0 keeps the first read a scan of its own, evaluated before the second.
+_DRAWN_THEN_WRITERS = text(
+    "SELECT d.drawn, ARRAY("
+    "  SELECT l.virtualtransaction FROM pg_locks l"
+    "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
+    "  AND l.relation = CAST(:table AS regclass)"
+    "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "  AND coalesce(d.drawn, 0) >= 0"
+    ") FROM ("
+    "  SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))"
+    "  AS drawn OFFSET 0"
+    ") d"
+)
+# Barriers kept while writers are slow to end; past this the newest is replaced (which only delays).
+MAX_BARRIERS = 32
+
+
+@dataclass(frozen=True, slots=True)
+class _Barrier:
+    drawn: int
+    # The transactions (virtual ids) that held the write lock just after `drawn` was read.
+    writers: frozenset[str]
+
+
+class Frontier:
+    """One reader's frontier over one outbox table. Not shared between threads."""
+
+    def __init__(self, table: str) -> None:
+        self._table = table
+        self._final = 0
+        self._barriers: deque[_Barrier] = deque()
+
+    def advance(self, conn: Connection) -> tuple[int, bool]:
+        """(every origin_seq up to this is final, whether numbers beyond it are still outstanding)."""
+        last, holding = conn.execute(_DRAWN_THEN_WRITERS, {"table": self._table}).one()
+        drawn, writers = int(last or 0), frozenset(holding)
+        # A barrier none of whose writers still holds the lock: everything it drew is final.
+        for barrier in self._barriers:
+            if not barrier.writers & writers:
+                self._final = max(self._final, barrier.drawn)
+        while self._barriers and self._barriers[0].drawn <= self._final:
+            self._barriers.popleft()
+        if drawn > self._final:
+            if not writers:  # nobody who drew a number up to `drawn` is still open
+                self._final = drawn
+                self._barriers.clear()
+            elif not self._barriers or self._barriers[-1].drawn < drawn:
+                if len(self._barriers) == MAX_BARRIERS:
+                    self._barriers.pop()
+                self._barriers.append(_Barrier(drawn, writers))
+        return self._final, drawn > self._final
+
+
+class OutboxFeed:
+    """One watcher's reads of an outbox: every event after a position, as far as the outbox is final. On
+    SQLite one writer at a time commits origin_seq values in order, so whatever is visible is final."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+        self._frontier = Frontier(outbox.table_name)
+
+    def read(self, conn: Connection, after: int, limit: int) -> OutboxPage:
+        if conn.dialect.name != "postgresql":
+            return self._outbox.read(conn, after, limit)
+        final, held = self._frontier.advance(conn)
+        return replace(self._outbox.read(conn, after, limit, through=final), held=held)

@@ -1,0 +1,172 @@
+"""On PostgreSQL, origin_seq values commit out of order; WatchOutbox sends only as far as the outbox is final
+(storage/outbox_frontier.py). An open transaction holds the feed however long it stays open, then every
+event goes out in origin_seq order, none skipped (R33, R48); a rolled-back one holds nobody up once it has
+ended, and nothing waits on a clock.
+
+Other transactions are real second connections writing the service's own outbox tables through its own
+`Outbox`, as a slow write of the service would.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import Connection, Engine
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.common.v1 import outbox_service_pb2 as pb
+from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.core.heartbeats import MIN_HEARTBEAT_MS
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
+from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
+from tests.harness import BACKENDS
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, Subscription, is_write_of
+
+# Heartbeats at MIN_HEARTBEAT_MS apart: 110 of them outlast the 5 s a hole used to be waited for.
+HELD_HEARTBEATS = 110
+# A rolled-back transaction must stop holding the feed well before that.
+PROMPT_HEARTBEATS = 40
+
+
+@pytest.fixture(scope="module", params=[b for b in BACKENDS if b == "postgres"])
+def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    r = Rig(request.param, Path(tmp_path_factory.mktemp("frontier")))
+    yield r
+    r.close()
+
+
+@pytest.fixture()
+def modulestore_db(rig: Rig) -> Iterator[Engine]:
+    engine = make_engine(rig.urls["modulestore"])
+    yield engine
+    engine.dispose()
+
+
+OUTBOX = Outbox("modulestore", MsOutbox, MsStreamHead)
+
+
+def append(conn: Connection, run: str, agent: str, said: str) -> int:
+    """A history write event for `agent`, appended inside `conn`'s open transaction; its origin_seq."""
+    event = event_pb2.Event(run_id=run, agent_id=agent, write=event_pb2.WriteEvent(op="append"))
+    event.write.delta.history.messages.add(role="user", content=said)
+    return OUTBOX.append(conn, event).origin_seq
+
+
+def said(events: list[event_pb2.Event]) -> list[str]:
+    return [m.content for ev in events for m in ev.write.delta.history.messages]
+
+
+class Feed:
+    """ModuleStore's WatchOutbox from a position, read batch by batch with the run's events picked out."""
+
+    def __init__(self, rig: Rig, run: str, after: int) -> None:
+        stub = pb_grpc.OutboxServiceStub(rig.channel(rig.modulestore.address))
+        request = pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=MIN_HEARTBEAT_MS)
+        self.stream = Subscription(stub.WatchOutbox(request))
+        rig.subscriptions.append(self.stream)
+        self.run = run
+
+    def next(self) -> tuple[list[event_pb2.Event], int]:
+        """The run's events of the next batch (none for a heartbeat), and the head it reported."""
+        batch = self.stream.next()
+        return [ev for ev in batch.events if ev.run_id == self.run], batch.head_origin_seq
+
+    def holds_past(self, seq: int, heartbeats: int) -> None:
+        """Reads until `heartbeats` heartbeats have reported a head at or past `seq` (the feed has seen the
+        event there), asserting that none of the run's events was sent meanwhile."""
+        seen = 0
+        while seen < heartbeats:
+            events, head = self.next()
+            assert not events, f"sent {said(events)} past a transaction still open"
+            seen += head >= seq
+
+    def until(self, marker: str) -> tuple[list[event_pb2.Event], int]:
+        """The run's events up to the one saying `marker`, and how many heartbeats came before it."""
+        got: list[event_pb2.Event] = []
+        beats = 0
+        while not got or not is_write_of(marker)(got[-1]):
+            events, _ = self.next()
+            got += events
+            beats += not events
+        return got, beats
+
+
+def agent(rig: Rig) -> tuple[str, Any, str]:
+    run = create_run(rig.reg, full_profile("coder")).run_id
+    coder = open_instance(rig.reg, run, "coder")
+    return run, coder, store_ids(coder)["history"]
+
+
+def test_r48_an_open_transaction_holds_later_events_however_long_then_all_go_out_in_order(
+    rig: Rig, modulestore_db: Engine
+) -> None:
+    run, coder, history = agent(rig)
+    start = rig.outbox(run)[-1].origin_seq
+    feed = Feed(rig, run, start)
+    with modulestore_db.connect() as earlier, modulestore_db.connect() as slow:
+        earlier_tx = earlier.begin()
+        earlier.execute(text("SELECT pg_current_xact_id()"))  # began first: the older transaction id
+        slow_tx = slow.begin()
+        held = append(slow, run, "ghost-slow", "slow")
+        # Drawn after `held` by the transaction that began before it, and committed while it is open.
+        assert append(earlier, run, "ghost-earlier", "earlier") > held
+        earlier_tx.commit()
+        rig.say(run, coder.agent_id, history, "later")
+        latest = rig.outbox(run)[-1].origin_seq
+
+        feed.holds_past(latest, HELD_HEARTBEATS)
+        slow_tx.commit()
+
+    got, _ = feed.until("later")
+    assert said(got) == ["slow", "earlier", "later"]
+    assert got == [ev for ev in rig.outbox(run) if ev.origin_seq > start]
+    streamed = rig.subscribe(run).until(is_write_of("later"))
+    assert [ev.origin_seq for _, ev in streamed if ev.origin == "modulestore"] == [
+        ev.origin_seq for ev in rig.outbox(run)
+    ]
+
+
+def test_r48_a_rolled_back_transaction_holds_nobody_up_once_it_has_ended(
+    rig: Rig, modulestore_db: Engine
+) -> None:
+    run, coder, history = agent(rig)
+    start = rig.outbox(run)[-1].origin_seq
+    feed = Feed(rig, run, start)
+    with modulestore_db.connect() as doomed:
+        doomed_tx = doomed.begin()
+        append(doomed, run, "ghost-doomed", "never")
+        rig.say(run, coder.agent_id, history, "after the rollback")
+        feed.holds_past(rig.outbox(run)[-1].origin_seq, 1)
+        doomed_tx.rollback()
+
+    got, heartbeats = feed.until("after the rollback")
+    assert said(got) == ["after the rollback"]
+    assert heartbeats < PROMPT_HEARTBEATS, "the feed waited out a hole that was rolled back"
+
+
+def test_r33_an_open_transaction_on_another_database_of_the_server_holds_nothing_up(rig: Rig) -> None:
+    """The frontier is this outbox's own: Registry's outbox, in another database of the same server,
+    written by a transaction left open, does not hold up ModuleStore's feed."""
+    run, coder, history = agent(rig)
+    start = rig.outbox(run)[-1].origin_seq
+    feed = Feed(rig, run, start)
+    registry_db = make_engine(rig.urls["registry"])
+    try:
+        with registry_db.connect() as elsewhere:
+            elsewhere_tx = elsewhere.begin()
+            event = event_pb2.Event(run_id=run, agent_id="", run=event_pb2.RunEvent(status="created"))
+            Outbox("registry", RegOutboxRow, RegStreamHeadRow).append(elsewhere, event)
+            rig.say(run, coder.agent_id, history, "not held")
+            got, heartbeats = feed.until("not held")
+            elsewhere_tx.rollback()
+    finally:
+        registry_db.dispose()
+    assert said(got) == ["not held"]
+    assert heartbeats < PROMPT_HEARTBEATS
