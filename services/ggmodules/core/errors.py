@@ -58,6 +58,7 @@ class Reason(enum.Enum):
     NOT_IN_FSM = "NOT_IN_FSM"
     KIND_NOT_HELD = "KIND_NOT_HELD"
     CURSOR_EXPIRED = "CURSOR_EXPIRED"
+    CONTENTION = "CONTENTION"
 
 
 class DomainError(Exception):
@@ -117,6 +118,19 @@ class Unavailable(DomainError):
 
     code = Code.UNAVAILABLE
     default_reason = Reason.UNAVAILABLE
+
+
+class Contention(DomainError):
+    """Concurrent calls kept colliding in the database (a deadlock, a serialization failure, a busy
+    database) through every retry the service allows; nothing was applied. Safe to retry with the same
+    request id."""
+
+    code = Code.ABORTED
+    default_reason = Reason.CONTENTION
+
+
+# Refusals after which nothing was applied and the same request, under the same request id, may succeed.
+TRANSIENT: tuple[type[DomainError], ...] = (Unavailable, Contention)
 
 
 class OutOfRange(DomainError):

@@ -220,6 +220,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
     one still available (resume after `oldest_cursor - 1`, or from 0).
     """
+    ERROR_REASON_CONTENTION: _ErrorReason.ValueType  # 31
+    """Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
+    database) through every retry the service allows; nothing was applied. Retry with the same request id.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -286,6 +290,10 @@ ERROR_REASON_KIND_NOT_HELD: ErrorReason.ValueType  # 29
 ERROR_REASON_CURSOR_EXPIRED: ErrorReason.ValueType  # 30
 """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
 one still available (resume after `oldest_cursor - 1`, or from 0).
+"""
+ERROR_REASON_CONTENTION: ErrorReason.ValueType  # 31
+"""Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
+database) through every retry the service allows; nothing was applied. Retry with the same request id.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
