@@ -44,6 +44,8 @@ const SERVICES = {
 
 export const REQUEST_ID_HEADER = "x-request-id";
 const STATUS_DETAILS_KEY = "grpc-status-details-bin";
+// Answers after which nothing was applied: the service could not be reached, or refused under contention.
+const RETRIED = new Set([grpc.status.UNAVAILABLE, grpc.status.ABORTED]);
 const CODE_NAMES = Object.fromEntries(Object.entries(grpc.status).map(([name, code]) => [code, name]));
 
 /** A refused or failed call: the gRPC code, its name, and the ErrorInfo reason when the service sent one. */
@@ -134,8 +136,9 @@ function callOnce(client, name, req, meta, deadline) {
 /**
  * Promise-based wrappers for every unary RPC of one service: `wrappers.createRun(request, options)`.
  * `options.deadlineMs` overrides the connection's deadline for one call; `options.requestId` fixes the
- * request id of a mutation (to retry it yourself). A call answered UNAVAILABLE is retried within its
- * deadline: reads are safe to repeat, and a mutation is retried with the same request id, so it applies once.
+ * request id of a mutation (to retry it yourself). A call answered UNAVAILABLE or ABORTED (nothing applied) is
+ * retried within its deadline: reads are safe to repeat, and a mutation is retried with the same request id, so
+ * it applies once.
  */
 function wrapService(client, serviceDef, { deadlineMs, retries }) {
   const wrappers = {};
@@ -153,7 +156,7 @@ function wrapService(client, serviceDef, { deadlineMs, retries }) {
           return await callOnce(client, name, req, meta, deadline);
         } catch (err) {
           const backoffMs = 50 * 2 ** attempt;
-          const again = err?.code === grpc.status.UNAVAILABLE && attempt < retries;
+          const again = RETRIED.has(err?.code) && attempt < retries;
           if (!again || Date.now() + backoffMs >= deadline.getTime()) throw toGgError(name, err);
           await new Promise((resolve) => setTimeout(resolve, backoffMs));
         }
@@ -168,7 +171,7 @@ function wrapService(client, serviceDef, { deadlineMs, retries }) {
  *
  * Returns `{ registry, modulestore, close }`; each service object has one promise-returning function per
  * RPC, named in lowerCamelCase (`registry.openInstance`, `modulestore.write`, ...). `deadlineMs` bounds each
- * call, retries included; `retries` is how many times a call answered UNAVAILABLE is tried again.
+ * call, retries included; `retries` is how many times a call answered UNAVAILABLE or ABORTED is tried again.
  */
 export function connect({ registry, modulestore, deadlineMs = 10_000, retries = 3, credentials } = {}) {
   const creds = credentials ?? grpc.credentials.createInsecure();

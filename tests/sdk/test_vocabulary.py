@@ -7,10 +7,11 @@ import pytest
 from google.rpc import status_pb2
 
 from ggmodules.common.v1 import common_pb2, module_pb2
-from ggmodules.core.errors import InvalidArgument, Reason, UnknownKind
+from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.runtime.errors import to_status
 from ggmodules.sdk import (
+    ContentionError,
     InvalidFsmError,
     IssueStatus,
     Kind,
@@ -74,18 +75,27 @@ def test_unavailable_becomes_service_unavailable_with_its_attempt_count() -> Non
     assert isinstance(err, ServiceUnavailableError) and err.attempts == 4
 
 
+def test_r47_contention_becomes_a_typed_contention_error() -> None:
+    refusal = Contention("lost to concurrent calls 6 times; retry with the same request id")
+    err = error_from_status(*_over_the_wire(refusal))
+    assert isinstance(err, ContentionError) and err.code == grpc.StatusCode.ABORTED
+    assert err.reason == "CONTENTION"
+
+
 def test_backoff_grows_and_stays_bounded() -> None:
     policy = RetryPolicy(initial_backoff=0.1, max_backoff=1.0, multiplier=2.0, jitter=0.5)
     assert [policy.delay(n, 0.0) for n in range(1, 6)] == [0.1, 0.2, 0.4, 0.8, 1.0]
     assert policy.delay(3, 0.999) == pytest.approx(0.4 * 0.5005)
 
 
-def test_only_unavailable_on_a_retryable_call_is_retried_within_attempts_and_deadline() -> None:
+def test_only_unavailable_and_aborted_on_a_retryable_call_are_retried_within_attempts_and_deadline() -> None:
     policy = RetryPolicy(max_attempts=3, initial_backoff=0.01, jitter=0)
     read = Attempts(policy, 60, retryable=True)
     read.timeout()
     assert read.retry_after(grpc.StatusCode.DEADLINE_EXCEEDED) is None
+    assert read.retry_after(grpc.StatusCode.INTERNAL) is None
     assert read.retry_after(grpc.StatusCode.UNAVAILABLE) == 0.01
+    assert read.retry_after(grpc.StatusCode.ABORTED) == 0.01  # contention: nothing was applied
     read.timeout()
     read.timeout()
     assert read.retry_after(grpc.StatusCode.UNAVAILABLE) is None  # third attempt was the last
@@ -93,6 +103,7 @@ def test_only_unavailable_on_a_retryable_call_is_retried_within_attempts_and_dea
     unkeyed = Attempts(policy, 60, retryable=False)
     unkeyed.timeout()
     assert unkeyed.retry_after(grpc.StatusCode.UNAVAILABLE) is None
+    assert unkeyed.retry_after(grpc.StatusCode.ABORTED) is None
 
     short = Attempts(RetryPolicy(initial_backoff=5, jitter=0), 1, retryable=True)
     short.timeout()

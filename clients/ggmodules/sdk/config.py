@@ -16,8 +16,9 @@ DEFAULT_TRANSFER = "127.0.0.1:50053"
 
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded exponential backoff. Only UNAVAILABLE is retried, and only for reads and for mutations
-    carrying a request id (the SDK gives every mutation one, reused on each attempt)."""
+    """Bounded exponential backoff. Only UNAVAILABLE and ABORTED (contention: nothing was applied) are
+    retried, and only for reads and for mutations carrying a request id (the SDK gives every mutation one,
+    reused on each attempt)."""
 
     max_attempts: int = 4
     initial_backoff: float = 0.1

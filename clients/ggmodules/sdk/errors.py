@@ -2,7 +2,8 @@
 
 Every reason in `ggmodules.common.v1.ErrorReason` has its own subclass of `GGModulesError`; a reason this
 SDK does not know yet arrives as a plain `GGModulesError` carrying it. Statuses without an ErrorInfo map by
-code: DEADLINE_EXCEEDED, UNAVAILABLE (after the retries), INTERNAL/UNKNOWN (a service defect).
+code: DEADLINE_EXCEEDED, UNAVAILABLE (after the retries), INTERNAL/UNKNOWN (a service defect). ABORTED
+(`ContentionError`) arrives only after the retries too.
 """
 
 from __future__ import annotations
@@ -247,6 +248,14 @@ class ExecLacksEdgeKindsError(GGModulesError):
     (`metadata["kinds"]`): exec to a profile that enables them, or with `leave_fsm=True`. Nothing changed."""
 
     REASON = "EXEC_LACKS_EDGE_KINDS"
+
+
+class ContentionError(GGModulesError):
+    """ABORTED: concurrent calls kept colliding in the service's database through every retry the service
+    allows, and nothing was applied. The SDK sends the call again under the same request id (as for
+    UNAVAILABLE) before raising this; retrying later with the same request id is safe."""
+
+    REASON = "CONTENTION"
 
 
 class DeadlineExceededError(GGModulesError):

@@ -10,6 +10,9 @@ import grpc
 
 from ggmodules.sdk.config import RetryPolicy
 
+# Failures after which nothing was applied: the service could not be reached, or refused under contention.
+RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED})
+
 
 class Attempts:
     """Counts attempts, decides whether a failure is retried, and keeps the call's overall deadline."""
@@ -39,7 +42,7 @@ class Attempts:
 
     def retry_after(self, code: grpc.StatusCode) -> float | None:
         """Seconds to wait before the next attempt, or None when this failure is final."""
-        if code != grpc.StatusCode.UNAVAILABLE or not self._retryable:
+        if code not in RETRIED or not self._retryable:
             return None
         if self.count >= self._policy.max_attempts:
             return None

@@ -62,6 +62,7 @@ class Reason(enum.Enum):
     TURN_ALREADY_REPORTED = "TURN_ALREADY_REPORTED"
     TURN_OUT_OF_ORDER = "TURN_OUT_OF_ORDER"
     EXEC_LACKS_EDGE_KINDS = "EXEC_LACKS_EDGE_KINDS"
+    CONTENTION = "CONTENTION"
 
 
 class DomainError(Exception):
@@ -121,6 +122,19 @@ class Unavailable(DomainError):
 
     code = Code.UNAVAILABLE
     default_reason = Reason.UNAVAILABLE
+
+
+class Contention(DomainError):
+    """Concurrent calls kept colliding in the database (a deadlock, a serialization failure, a busy
+    database) through every retry the service allows; nothing was applied. Safe to retry with the same
+    request id."""
+
+    code = Code.ABORTED
+    default_reason = Reason.CONTENTION
+
+
+# Refusals after which nothing was applied and the same request, under the same request id, may succeed.
+TRANSIENT: tuple[type[DomainError], ...] = (Unavailable, Contention)
 
 
 class OutOfRange(DomainError):

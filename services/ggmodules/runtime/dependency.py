@@ -18,6 +18,7 @@ from google.rpc import error_details_pb2, status_pb2
 from ggmodules.core.errors import (
     AlreadyExists,
     Code,
+    Contention,
     DomainError,
     FailedPrecondition,
     InvalidArgument,
@@ -40,6 +41,8 @@ _CALLER_FAULT: dict[grpc.StatusCode, type[DomainError]] = {
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
     grpc.StatusCode.OUT_OF_RANGE: FailedPrecondition,
+    # Not the caller's fault, but nothing was applied and the same request may be sent again.
+    grpc.StatusCode.ABORTED: Contention,
 }
 _REASONS = {r.value: r for r in Reason}
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"

@@ -1,6 +1,10 @@
 """Request ids (R49): a retried mutation returns the first answer and applies nothing twice.
 
-The answer is recorded in the same transaction as the mutation, so a crash either loses both or keeps both.
+A mutation claims its request id first thing in its transaction (the request-log row, inserted with an
+empty answer) and fills the answer in before it commits, so a crash loses both or keeps both. A concurrent
+call with the same request id stops at the claim until the first one's transaction ends: it reads the
+first answer when that committed, and claims the id itself when it rolled back (a refusal records nothing;
+the retry then runs again). No call can act on the state the first one is changing before it has its answer.
 """
 
 from __future__ import annotations
@@ -9,7 +13,8 @@ import hashlib
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
-from sqlalchemy import select
+from sqlalchemy import select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
@@ -57,6 +62,25 @@ class RequestLog:
     def __init__(self, row: type[IdempotencyRow]) -> None:
         self._table = row.__table__  # type: ignore[attr-defined]
 
+    def claim(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes | None:
+        """None: the request id is this transaction's now; apply the request, then `answer` it. Otherwise
+        the first answer to it (after waiting for a concurrent first attempt to end)."""
+        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
+        claimed = conn.execute(
+            dialect.insert(self._table)
+            .values(method=method, request_id=request_id, request_hash=request_hash, response=b"")
+            .on_conflict_do_nothing(index_elements=["method", "request_id"])
+            .returning(self._table.c.request_id)
+        ).first()
+        return None if claimed is not None else self.first_answer(conn, method, request_id, request_hash)
+
+    def first_answer(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes:
+        """The answer of a committed claim. Reuse of its id for other content is refused."""
+        answer = self.recall(conn, method, request_id, request_hash)
+        if answer is None:  # the claim that won is gone again: let the transaction run again
+            raise ClaimLost(method, request_id)
+        return answer
+
     def recall(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes | None:
         """The first answer to this request id, or None if new. Reuse with other content is refused."""
         row = conn.execute(
@@ -70,11 +94,18 @@ class RequestLog:
             raise request_id_reused(method, request_id)
         return bytes(row.response)
 
-    def record(
-        self, conn: Connection, method: str, request_id: str, request_hash: str, response: bytes
-    ) -> None:
+    def answer(self, conn: Connection, method: str, request_id: str, response: bytes) -> None:
+        """Records the answer of the request id this transaction claimed."""
         conn.execute(
-            self._table.insert().values(
-                method=method, request_id=request_id, request_hash=request_hash, response=response
-            )
+            update(self._table)
+            .where(self._table.c.method == method, self._table.c.request_id == request_id)
+            .values(response=response)
         )
+
+
+class ClaimLost(Exception):
+    """A claim seen taken is not there when read (no row is ever deleted, so this should not happen): the
+    transaction is run again like one that lost to a concurrent one (see storage.contention)."""
+
+    def __init__(self, method: str, request_id: str) -> None:
+        super().__init__(f"the claim of request id {request_id!r} ({method}) vanished; run again")

@@ -237,6 +237,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     successor would keep the state but could never take that edge. Metadata `kinds` lists them. Exec to a
     profile enabling them, or with `leave_fsm` so the successor runs outside the FSM.
     """
+    ERROR_REASON_CONTENTION: _ErrorReason.ValueType  # 35
+    """Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
+    database) through every retry the service allows; nothing was applied. Retry with the same request id.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -320,6 +324,10 @@ ERROR_REASON_EXEC_LACKS_EDGE_KINDS: ErrorReason.ValueType  # 34
 """An exec inside an FSM state to a profile lacking a kind one of the state's outgoing edges carries: the
 successor would keep the state but could never take that edge. Metadata `kinds` lists them. Exec to a
 profile enabling them, or with `leave_fsm` so the successor runs outside the FSM.
+"""
+ERROR_REASON_CONTENTION: ErrorReason.ValueType  # 35
+"""Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
+database) through every retry the service allows; nothing was applied. Retry with the same request id.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 
-from ggmodules.core.errors import DomainError, Unavailable, missing
+from ggmodules.core.errors import TRANSIENT, DomainError, missing
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
 from ggmodules.core.registry.plans import BindPlan, RosterRow, plan_fork, plan_open, plan_spawn
@@ -119,7 +119,7 @@ class Instances:
             bind = modulestore_service_pb2.BindInstanceRequest.FromString(begun.bind_request)
             bound = await self._binder.bind(bind)
         except DomainError as err:
-            if not isinstance(err, Unavailable):
+            if not isinstance(err, TRANSIENT):
                 await asyncio.to_thread(
                     self._repo.transact, lambda unit: unit.drop_pending(begun.run_id, begun.agent_id)
                 )
@@ -133,7 +133,8 @@ class Instances:
 def _begin(
     unit: RegistryUnit, key: RequestKey | None, answer: type[Opened], mint: Mint
 ) -> Opened | InstanceRecord:
-    """Step 1: the recorded answer, the pending instance of an earlier attempt, or a newly minted one."""
+    """Step 1: the recorded answer, the pending instance of an earlier attempt, or a newly minted one. The
+    pending row, unique per request id, is this step's claim: a concurrent first attempt waits on it."""
     if (recorded := unit.recall(key)) is not None:
         return answer.FromString(recorded)
     pending = unit.pending_for(key)
@@ -150,12 +151,13 @@ def _finish(
     pending: InstanceRecord,
     roster: tuple[RosterRow, ...],
 ) -> Opened:
-    """Step 3: record the roster once; a concurrent retry that got here first has recorded the answer."""
-    if (recorded := unit.recall(key)) is not None:
+    """Step 3: record the roster once; a concurrent retry that got here first has recorded the answer (its
+    claim makes this one wait for it)."""
+    if (recorded := unit.claim(key)) is not None:
         return answer.FromString(recorded)
     opened = unit.complete(pending.run_id, pending.agent_id, roster)
     response = answer(instance=instance_to_proto(opened))
-    unit.record(key, response.SerializeToString())
+    unit.answer(key, response.SerializeToString())
     return response
 
 

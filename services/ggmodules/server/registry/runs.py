@@ -31,12 +31,12 @@ class Runs:
         key = request_key("CreateRun", request)
 
         def work(unit: RegistryUnit) -> pb.CreateRunResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.CreateRunResponse.FromString(answer)
             run = RunRecord(new_run_id(), spec, RunStatus.RUNNING, "", now_us())
             unit.add_run(run)
             response = pb.CreateRunResponse(run=run_to_proto(run))
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)
@@ -64,13 +64,13 @@ class Runs:
         key = request_key("FinishRun", request)
 
         def work(unit: RegistryUnit) -> pb.FinishRunResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.FinishRunResponse.FromString(answer)
             run = unit.run(request.run_id, lock=True)
             require_running(run.run_id, run.status, "only a running run can be finished")
             unit.set_run_status(run.run_id, RunStatus.FINISHED)
             response = pb.FinishRunResponse(run=run_to_proto(unit.run(run.run_id)))
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)
@@ -83,13 +83,13 @@ class Runs:
         key = request_key("FailRun", request)
 
         def work(unit: RegistryUnit) -> pb.FailRunResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.FailRunResponse.FromString(answer)
             run = unit.run(request.run_id, lock=True)
             require_running(run.run_id, run.status, "only a running run can fail")
             unit.set_run_status(run.run_id, RunStatus.INTERNAL_ERROR, request.detail)
             response = pb.FailRunResponse(run=run_to_proto(unit.run(run.run_id)))
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)

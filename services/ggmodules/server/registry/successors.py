@@ -37,7 +37,7 @@ class Successors:
         key = request_key("ReserveSuccessor", request)
 
         def work(unit: RegistryUnit) -> pb.ReserveSuccessorResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.ReserveSuccessorResponse.FromString(answer)
             run = unit.run(request.run_id, share=True)
             require_running(run.run_id, run.status, "a transfer needs a running run")
@@ -56,7 +56,7 @@ class Successors:
                 key,
             )
             response = pb.ReserveSuccessorResponse(agent_id=agent_id)
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)
@@ -70,7 +70,7 @@ class Successors:
         key = request_key("CompleteSuccessor", request)
 
         def work(unit: RegistryUnit) -> pb.CompleteSuccessorResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.CompleteSuccessorResponse.FromString(answer)
             run = unit.run(request.run_id)
             successor = _reservation(unit, run.run_id, request.agent_id)
@@ -86,7 +86,7 @@ class Successors:
                 )
             completed = unit.complete_successor(successor, roster, request.opening_note)
             response = pb.CompleteSuccessorResponse(instance=instance_to_proto(completed))
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)
@@ -98,7 +98,7 @@ class Successors:
         key = request_key("ReleaseSuccessor", request)
 
         def work(unit: RegistryUnit) -> pb.ReleaseSuccessorResponse:
-            if (answer := unit.recall(key)) is not None:
+            if (answer := unit.claim(key)) is not None:
                 return pb.ReleaseSuccessorResponse.FromString(answer)
             run = unit.run(request.run_id)
             successor = unit.find_instance(run.run_id, request.agent_id, lock=True)
@@ -114,7 +114,7 @@ class Successors:
                     raise handed_on(run.run_id, successor.reserved_for, successor.agent_id, completed=True)
                 unit.release(run.run_id, successor.agent_id)
             response = pb.ReleaseSuccessorResponse()
-            unit.record(key, response.SerializeToString())
+            unit.answer(key, response.SerializeToString())
             return response
 
         return self._repo.transact(work)

@@ -10,9 +10,9 @@
 4. completed: Registry makes the successor visible and records it on the predecessor.
 Every call carries a request id derived from the transfer, so repeating a step applies it once. A refusal
 before step 3 rolls back (the reservation is released) and is the answer. From step 3 on the transfer only
-rolls forward. Not reaching a service leaves the transfer pending at its step: the caller gets UNAVAILABLE
-and the resumer (or a retry) carries on. A carried kind the predecessor does not hold (R26) fails the run
-with internal_error and rolls back.
+rolls forward. Not reaching a service, or a service refusing a step under contention, leaves the transfer
+pending at its step: the caller gets UNAVAILABLE or ABORTED and the resumer (or a retry) carries on. A
+carried kind the predecessor does not hold (R26) fails the run with internal_error and rolls back.
 """
 
 from __future__ import annotations
@@ -27,8 +27,10 @@ from typing import TypeAlias
 import structlog
 
 from ggmodules.core.errors import (
+    TRANSIENT,
     AlreadyExists,
     Code,
+    Contention,
     DomainError,
     FailedPrecondition,
     InvalidArgument,
@@ -62,7 +64,7 @@ _REFUSALS: dict[Code, type[DomainError]] = {
     c.code: c
     for c in (
         InvalidArgument, NotFound, AlreadyExists, FailedPrecondition, ResourceExhausted, PermissionDenied,
-        Unavailable, SuiteDefect,
+        Unavailable, Contention, SuiteDefect,
     )
 }
 
@@ -209,7 +211,7 @@ class Transfers:
             )
             plan = plan_exec(sides) if edge is None else plan_transition(sides, edge)
             from_state = edge.source if edge else ""
-        except Unavailable:
+        except TRANSIENT:  # left pending at its step: resumed later, or by a retry
             raise
         except PredecessorLacks as lack:
             return await self._defect(record, str(lack), [k.word for k in lack.kinds])
@@ -230,7 +232,7 @@ class Transfers:
         )
         try:
             reserved = await self._calls.reserve(request)
-        except Unavailable:
+        except TRANSIENT:  # left pending at its step: resumed later, or by a retry
             raise
         except DomainError as err:
             return await self._refuse(record, err)
@@ -243,7 +245,7 @@ class Transfers:
         request.successor_agent_id = record.successor_agent_id
         try:
             handed = await self._calls.handover(request)
-        except Unavailable:
+        except TRANSIENT:  # left pending at its step: resumed later, or by a retry
             raise
         except DomainError as err:
             if err.reason is Reason.KIND_NOT_HELD:
@@ -308,7 +310,7 @@ class Transfers:
         (the run may have ended meanwhile, and then there is nothing left to undo)."""
         try:
             await call
-        except Unavailable:
+        except TRANSIENT:  # left pending at its step: resumed later, or by a retry
             raise
         except DomainError as err:
             self._log.warning("rollback call refused", method=method, transfer_id=record.transfer_id,

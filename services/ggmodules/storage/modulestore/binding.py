@@ -23,9 +23,9 @@ from ggmodules.core.modules.store import StoreHead
 from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.events import bind_event, roster_event
+from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
 from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store
-from ggmodules.storage.outbox import Outbox
 
 LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
 
@@ -39,7 +39,7 @@ class Bound:
     read_set_id: str = ""
 
 
-def bind(conn: Connection, outbox: Outbox, plan: BindPlan) -> list[RosterRow]:
+def bind(conn: Connection, outbox: FastOutbox, plan: BindPlan) -> list[RosterRow]:
     check_plan(plan)
     if agent_exists(conn, plan.run_id, plan.agent_id):
         raise AlreadyExists(
@@ -77,15 +77,12 @@ def bind(conn: Connection, outbox: Outbox, plan: BindPlan) -> list[RosterRow]:
             cause=plan.cause,
         )
     )
-    outbox.append(
-        conn, roster_event(plan.run_id, plan.agent_id, plan.profile, plan.parent_agent_id, plan.cause, rows)
-    )
+    events = [roster_event(plan.run_id, plan.agent_id, plan.profile, plan.parent_agent_id, plan.cause, rows)]
     for b, bound in bound_stores:
         figures = bound.head.figures
         if b.kind == Kind.SKILLS:
             figures = skills.holder_figures(figures, read_sets.load(conn, bound.read_set_id))
-        outbox.append(
-            conn,
+        events.append(
             bind_event(
                 plan.run_id,
                 plan.agent_id,
@@ -96,8 +93,9 @@ def bind(conn: Connection, outbox: Outbox, plan: BindPlan) -> list[RosterRow]:
                 b.may_write,
                 bound.head.caps,
                 figures,
-            ),
+            )
         )
+    outbox.append_all(conn, events)
     return rows
 
 

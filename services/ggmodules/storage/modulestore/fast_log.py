@@ -1,19 +1,28 @@
 """The outbox and request log of `ggmodules.storage`, with their statements prepared (see prepared.py).
 
 Same tables, same semantics; only how the statements are executed differs.
+
+A transaction appends all its events at once (`append_all`), after its other work: first it reserves
+each stream's next seqs, taking the stream heads in one order, (run id, agent id) bytewise; then it inserts
+the events in their natural order. Two transactions whose streams overlap (a write to the run's board and
+one to a profile's shared memories, each re-stated to every holder) thus never hold one head each while
+waiting for the other's: no deadlock. Per-stream order and origin_seq order are the events' order.
+On PostgreSQL the reservation is one statement; SQLite admits one writer at a time.
 """
 
 from __future__ import annotations
 
 import time
+from collections import Counter
+from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import Table, bindparam, select
+from sqlalchemy import Table, bindparam, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.storage.idempotency import RequestLog, request_id_reused
+from ggmodules.storage.idempotency import ClaimLost, RequestLog, request_id_reused
 from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsOutbox, MsRequest, MsStreamHead
 from ggmodules.storage.outbox import Outbox
@@ -23,38 +32,59 @@ _HEADS: Table = MsStreamHead.__table__  # type: ignore[attr-defined]
 _REQUESTS: Table = MsRequest.__table__  # type: ignore[attr-defined]
 
 
-def _next_seq(dialect: Any) -> Prepared:
-    stmt = dialect.insert(_HEADS).values(run_id=bindparam("run_id"), agent_id=bindparam("agent_id"), seq=1)
-    return Prepared(
-        stmt.on_conflict_do_update(
-            index_elements=["run_id", "agent_id"], set_={"seq": _HEADS.c.seq + 1}
-        ).returning(_HEADS.c.seq)
+# PostgreSQL: reserves `counts[i]` seqs on each stream (run_ids[i], agent_ids[i]) in one statement. Rows are
+# inserted, and so their heads locked, in the order selected: (run id, agent id) bytewise, whatever the
+# database's collation. Returns each stream's last reserved seq.
+_RESERVE = Prepared(
+    text(
+        f"INSERT INTO {_HEADS.name} AS head (run_id, agent_id, seq) "
+        "SELECT run_id, agent_id, n FROM unnest("
+        "CAST(:run_ids AS text[]), CAST(:agent_ids AS text[]), CAST(:counts AS integer[])"
+        ") AS s(run_id, agent_id, n) "
+        'ORDER BY run_id COLLATE "C", agent_id COLLATE "C" '
+        "ON CONFLICT (run_id, agent_id) DO UPDATE SET seq = head.seq + excluded.seq "
+        "RETURNING run_id, agent_id, seq"
     )
-
-
-_NEXT_SEQ = {"sqlite": _next_seq(sqlite), "postgresql": _next_seq(postgresql)}
-_INSERT_EVENT = Prepared(
-    _ROWS.insert()
-    .values(
+)
+# SQLite: the same for one stream.
+_RESERVE_ONE = Prepared(
+    sqlite.insert(_HEADS)
+    .values(run_id=bindparam("run_id"), agent_id=bindparam("agent_id"), seq=bindparam("n"))
+    .on_conflict_do_update(index_elements=["run_id", "agent_id"], set_={"seq": _HEADS.c.seq + bindparam("n")})
+    .returning(_HEADS.c.seq)
+)
+_INSERT_EVENTS = Prepared(
+    _ROWS.insert().values(
         run_id=bindparam("run_id"),
         agent_id=bindparam("agent_id"),
         stream_seq=bindparam("stream_seq"),
         payload=bindparam("payload"),
     )
-    .returning(_ROWS.c.origin_seq)
 )
-_RECALL = Prepared(
-    select(_REQUESTS.c.request_hash, _REQUESTS.c.response).where(
-        _REQUESTS.c.method == bindparam("method"), _REQUESTS.c.request_id == bindparam("request_id")
-    )
-)
-_RECORD = Prepared(
-    _REQUESTS.insert().values(
+
+
+def _claim(dialect: Any) -> Prepared:
+    stmt = dialect.insert(_REQUESTS).values(
         method=bindparam("method"),
         request_id=bindparam("request_id"),
         request_hash=bindparam("request_hash"),
         response=bindparam("response"),
     )
+    return Prepared(
+        stmt.on_conflict_do_nothing(index_elements=["method", "request_id"]).returning(_REQUESTS.c.request_id)
+    )
+
+
+_CLAIM = {"sqlite": _claim(sqlite), "postgresql": _claim(postgresql)}
+_RECALL = Prepared(
+    select(_REQUESTS.c.request_hash, _REQUESTS.c.response).where(
+        _REQUESTS.c.method == bindparam("method"), _REQUESTS.c.request_id == bindparam("request_id")
+    )
+)
+_ANSWER = Prepared(
+    update(_REQUESTS)
+    .where(_REQUESTS.c.method == bindparam("k_method"), _REQUESTS.c.request_id == bindparam("k_request_id"))
+    .values(response=bindparam("v_response"))
 )
 
 
@@ -62,26 +92,58 @@ class FastOutbox(Outbox):
     def __init__(self, origin: str) -> None:
         super().__init__(origin, MsOutbox, MsStreamHead)
 
-    def append(self, conn: Connection | Tx, event: event_pb2.Event) -> event_pb2.Event:
+    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event]) -> None:
+        """Appends `events` to their streams, in this order, once per transaction (see the module doc).
+        Sets each event's origin, stream_seq and time; origin_seq is the row's key, not read back."""
+        if not events:
+            return
         tx = Tx.of(conn)
-        stream = {"run_id": event.run_id, "agent_id": event.agent_id}
-        stream_seq = int(_NEXT_SEQ[tx.dialect.name].scalar(tx, stream))
-        event.origin = self.origin
-        event.stream_seq = stream_seq
-        if not event.HasField("time"):
-            seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-            event.time.seconds, event.time.nanos = seconds, nanos
-        event.origin_seq = int(
-            _INSERT_EVENT.scalar(
-                tx, {**stream, "stream_seq": stream_seq, "payload": event.SerializeToString()}
-            )
-        )
-        return event
+        counts = Counter((e.run_id, e.agent_id) for e in events)
+        last = self._reserve(tx, counts)
+        seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+        rows = []
+        for e in events:
+            stream = (e.run_id, e.agent_id)
+            seq = last[stream] - counts[stream] + 1
+            counts[stream] -= 1
+            e.origin = self.origin
+            e.stream_seq = seq
+            if not e.HasField("time"):
+                e.time.seconds, e.time.nanos = seconds, nanos
+            payload = e.SerializeToString()
+            rows.append({"run_id": e.run_id, "agent_id": e.agent_id, "stream_seq": seq, "payload": payload})
+        _INSERT_EVENTS.many(tx, rows)
+
+    @staticmethod
+    def _reserve(tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
+        """The last seq reserved on each stream, `counts[stream]` of them."""
+        streams = sorted(counts)
+        if tx.dialect.name == "postgresql":
+            params = {
+                "run_ids": [r for r, _ in streams],
+                "agent_ids": [a for _, a in streams],
+                "counts": [counts[s] for s in streams],
+            }
+            return {(r, a): int(seq) for r, a, seq in _RESERVE.all(tx, params)}
+        return {
+            (r, a): int(_RESERVE_ONE.scalar(tx, {"run_id": r, "agent_id": a, "n": counts[(r, a)]}))
+            for r, a in streams
+        }
 
 
 class FastRequestLog(RequestLog):
     def __init__(self) -> None:
         super().__init__(MsRequest)
+
+    def claim(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
+        tx = Tx.of(conn)
+        params = {"method": method, "request_id": request_id, "request_hash": request_hash, "response": b""}
+        if _CLAIM[tx.dialect.name].one(tx, params) is not None:
+            return None
+        answer = self.recall(tx, method, request_id, request_hash)
+        if answer is None:
+            raise ClaimLost(method, request_id)
+        return answer
 
     def recall(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         row = _RECALL.one(conn, {"method": method, "request_id": request_id})
@@ -91,10 +153,5 @@ class FastRequestLog(RequestLog):
             raise request_id_reused(method, request_id)
         return bytes(row[1])
 
-    def record(
-        self, conn: Connection | Tx, method: str, request_id: str, request_hash: str, response: bytes
-    ) -> None:
-        _RECORD.execute(
-            conn,
-            {"method": method, "request_id": request_id, "request_hash": request_hash, "response": response},
-        )
+    def answer(self, conn: Connection | Tx, method: str, request_id: str, response: bytes) -> None:
+        _ANSWER.execute(conn, {"k_method": method, "k_request_id": request_id, "v_response": response})

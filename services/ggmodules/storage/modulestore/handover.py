@@ -42,9 +42,9 @@ from ggmodules.storage.modulestore import handovers, read_sets
 from ggmodules.storage.modulestore.agent_reads import held
 from ggmodules.storage.modulestore.binding import catalogue_of, hold, join_named, mint_store
 from ggmodules.storage.modulestore.events import drain_event, restate_event, roster_event
+from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
 from ggmodules.storage.modulestore.restating import restated
-from ggmodules.storage.outbox import Outbox
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,7 +68,7 @@ class _Received:
 
 
 def handover(
-    conn: Connection, outbox: Outbox, plan: HandoverPlan
+    conn: Connection, outbox: FastOutbox, plan: HandoverPlan
 ) -> tuple[list[RosterRow], list[KindResult]]:
     check_plan(plan)
     run_id, pred, succ = plan.run_id, plan.predecessor_agent_id, plan.successor_agent_id
@@ -223,7 +223,7 @@ def _roster_row(conn: Connection, run_id: str, kind: Kind, got: _Received | None
 
 def _append_events(
     conn: Connection,
-    outbox: Outbox,
+    outbox: FastOutbox,
     plan: HandoverPlan,
     mine: dict[Kind, _Held],
     received: dict[Kind, _Received],
@@ -231,15 +231,15 @@ def _append_events(
 ) -> None:
     run_id, pred, succ = plan.run_id, plan.predecessor_agent_id, plan.successor_agent_id
     kept = {got.store_id for got in received.values()}
+    events = []
     for kind, h in sorted(mine.items()):
         if h.row.store_id in kept:
             continue
         figures = head_of(h.row).figures
         if kind == Kind.SKILLS:
             figures = skills.holder_figures(figures, read_sets.load(conn, h.read_set_id))
-        outbox.append(conn, drain_event(run_id, pred, kind, h.row.store_id, figures, succ))
-    outbox.append(
-        conn,
+        events.append(drain_event(run_id, pred, kind, h.row.store_id, figures, succ))
+    events.append(
         roster_event(
             run_id,
             succ,
@@ -249,11 +249,10 @@ def _append_events(
             rows,
             predecessor_agent_id=pred,
             opening_note=plan.opening_note,
-        ),
+        )
     )
     for kind, got in sorted(received.items()):
         row = store_row(conn, run_id, got.store_id)
         figures, contents = restated(conn, row, read_sets.load(conn, got.read_set_id))
-        outbox.append(
-            conn, restate_event(run_id, succ, kind, got.store_id, got.outcome, figures, contents, pred)
-        )
+        events.append(restate_event(run_id, succ, kind, got.store_id, got.outcome, figures, contents, pred))
+    outbox.append_all(conn, events)

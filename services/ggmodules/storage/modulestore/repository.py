@@ -54,8 +54,7 @@ class ModuleStoreRepository:
         return response
 
     def read(self, fn: Callable[[Connection], T]) -> T:
-        with self.transactions.begin() as conn:
-            return fn(conn)
+        return self.transactions.read(fn)
 
     # ---- steps of mutations -------------------------------------------------------------------------
 

@@ -1,4 +1,5 @@
-"""One transaction per mutation, with its request id (R49) recalled and recorded inside it."""
+"""One transaction per mutation, with its request id (R49) claimed first and answered inside it, run again
+when it loses to a concurrent one (see storage.contention)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,14 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
 
+from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.fast_log import FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
 
 M = TypeVar("M", bound=Message)
+T = TypeVar("T")
 C = TypeVar("C", Connection, Tx)
 
 
@@ -22,12 +24,11 @@ class Transactions:
     """Where transactions run. `pinned`: one connection, kept open, for a caller that runs all its
     database work on one thread (SQLite inline on the event loop) and so never waits for the pool."""
 
-    def __init__(self, engine: Engine, *, pinned: bool) -> None:
+    def __init__(self, engine: Engine, *, pinned: bool, retries: Retries = DEFAULT) -> None:
         self.engine = engine
+        self.retries = retries
         self._pinned = engine.connect() if pinned else None
         self._raw = self._pinned.connection.dbapi_connection if self._pinned is not None else None
-        dbapi = engine.dialect.loaded_dbapi
-        self._conflicts: tuple[type[Exception], ...] = (IntegrityError, dbapi.IntegrityError)
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
@@ -64,21 +65,24 @@ class Transactions:
         apply: Callable[[Connection], M],
         response_type: type[M],
     ) -> M:
-        """Applies once. Two racing first attempts collide on a key (the request log's, or a minted
-        name's); the loser retries once and then finds the winner's answer or state."""
-        try:
-            return self._attempt(self.begin, log, key, apply, response_type)
-        except self._conflicts:
-            return self._attempt(self.begin, log, key, apply, response_type)
+        """Applies once. A concurrent call with the same request id waits at the claim until the first one
+        ends, then answers as it did; a transaction that loses to a concurrent one is run again."""
+        return retrying(lambda: self._attempt(self.begin, log, key, apply, response_type), self.retries)
 
     def mutate_prepared(
         self, log: FastRequestLog, key: RequestKey | None, apply: Callable[[Tx], M], response_type: type[M]
     ) -> M:
         """`mutate` for code that runs only prepared statements."""
-        try:
-            return self._attempt(self.begin_prepared, log, key, apply, response_type)
-        except self._conflicts:
-            return self._attempt(self.begin_prepared, log, key, apply, response_type)
+        return retrying(
+            lambda: self._attempt(self.begin_prepared, log, key, apply, response_type), self.retries
+        )
+
+    def read(self, fn: Callable[[Connection], T]) -> T:
+        def attempt() -> T:
+            with self.begin() as conn:
+                return fn(conn)
+
+        return retrying(attempt, self.retries)
 
     @staticmethod
     def _attempt(
@@ -90,18 +94,12 @@ class Transactions:
     ) -> M:
         with begin() as conn:
             if key is not None:
-                prior = log.recall(conn, key.method, key.request_id, key.request_hash)
-                if prior is not None:
-                    return response_type.FromString(prior)
+                first = log.claim(conn, key.method, key.request_id, key.request_hash)
+                if first is not None:
+                    return response_type.FromString(first)
             response = apply(conn)
             if key is not None:
-                log.record(
-                    conn,
-                    key.method,
-                    key.request_id,
-                    key.request_hash,
-                    response.SerializeToString(deterministic=True),
-                )
+                log.answer(conn, key.method, key.request_id, response.SerializeToString(deterministic=True))
             return response
 
     def close(self) -> None:

@@ -8,6 +8,7 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.engine import Connection
 
+from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
@@ -116,10 +117,9 @@ def write(
     figures = new.figures
     if head.kind == Kind.SKILLS:
         figures = skills.holder_figures(figures, read_set if applied.read_set is None else applied.read_set)
-    outbox.append(
-        tx, write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
-    )
-    _snapshot_others(tx, outbox, rows, run_id, agent_id, store_id, op, applied, read_set_id)
+    written = write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
+    snapshots = _snapshots(tx, rows, run_id, agent_id, store_id, op, applied, read_set_id)
+    outbox.append_all(tx, [written, *snapshots])
     return WriteResult(
         store_id,
         figures,
@@ -179,9 +179,8 @@ def _persist(conn: Connection | Tx, key: dict[str, str], read_set_id: str, appli
         _UPDATE_HEAD_AND_STATE.execute(conn, {**values, "v_state": encode_state(applied.state)})
 
 
-def _snapshot_others(
+def _snapshots(
     conn: Connection | Tx,
-    outbox: FastOutbox,
     rows: list[_Row],
     run_id: str,
     agent_id: str,
@@ -189,17 +188,18 @@ def _snapshot_others(
     op: Op,
     applied: Applied,
     writer_read_set: str,
-) -> None:
-    """Every other active holder re-emits its own state (R29). A read-set change concerns only the
-    holders aliasing that read set."""
+) -> list[event_pb2.Event]:
+    """Every other active holder re-emits its own state (R29), on its own stream. A read-set change
+    concerns only the holders aliasing that read set."""
     others = [r for r in rows if r.agent_id is not None and r.agent_id != agent_id and r.active]
     if isinstance(op, ReadSkill):
         others = [r for r in others if r.read_set_id == writer_read_set]
     if not others:
-        return
+        return []
     kind, figures = applied.head.kind, applied.head.figures
     contents: Contents | None = applied.delta
     sets = read_sets.load_many(conn, (r.read_set_id or "" for r in others)) if kind == Kind.SKILLS else {}
+    events = []
     for r in others:
         assert r.agent_id is not None
         holder_figures = figures
@@ -207,6 +207,5 @@ def _snapshot_others(
             theirs = sets.get(r.read_set_id or "", ())
             holder_figures = skills.holder_figures(figures, theirs)
             contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
-        outbox.append(
-            conn, snapshot_event(run_id, r.agent_id, kind, store_id, holder_figures, contents, agent_id)
-        )
+        events.append(snapshot_event(run_id, r.agent_id, kind, store_id, holder_figures, contents, agent_id))
+    return events

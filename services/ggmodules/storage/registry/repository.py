@@ -1,8 +1,8 @@
 """The Registry repository: one unit of work per transaction, over SQLAlchemy Core.
 
-Every mutation and the answer recorded for its request id (R49) commit together. When two calls with one
-request id race, the second one's insert collides and the whole unit is run again, which then recalls the
-first answer instead of applying anything twice.
+Every mutation and the answer recorded for its request id (R49) commit together. A mutation claims its
+request id first (storage.idempotency): a concurrent call with the same id waits for the first one and
+answers as it did. A unit that loses to a concurrent one is run again (storage.contention).
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ from typing import Any, TypeVar
 from sqlalchemy import delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
@@ -23,6 +22,7 @@ from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestKey, RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
@@ -86,8 +86,9 @@ class InstanceRecord:
 
 
 class RegistryRepository:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, retries: Retries = DEFAULT) -> None:
         self.engine = engine
+        self.retries = retries
         self.requests = RequestLog(RegRequestRow)
         self.outbox = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow)
         self.committed = CommitSignal()  # notified after every unit of work: wakes WatchOutbox streams
@@ -96,17 +97,15 @@ class RegistryRepository:
         migrate(self.engine, "registry")
 
     def transact(self, work: Callable[[RegistryUnit], T]) -> T:
-        """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""
-        for attempt in range(3):
-            try:
-                with self.engine.begin() as conn:
-                    result = work(RegistryUnit(conn, self))
-                self.committed.notify()
-                return result
-            except IntegrityError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        """Runs `work` in one transaction, again when it loses to a concurrent one."""
+
+        def attempt() -> T:
+            with self.engine.begin() as conn:
+                return work(RegistryUnit(conn, self))
+
+        result = retrying(attempt, self.retries)
+        self.committed.notify()
+        return result
 
 
 class RegistryUnit:
@@ -118,14 +117,21 @@ class RegistryUnit:
 
     # -- request ids (R49)
 
+    def claim(self, key: RequestKey | None) -> bytes | None:
+        """The first answer to this request id, or None once this unit holds it (then `answer` it)."""
+        if key is None:
+            return None
+        return self._repo.requests.claim(self.conn, key.method, key.request_id, key.request_hash)
+
     def recall(self, key: RequestKey | None) -> bytes | None:
+        """The first answer to this request id, or None, without claiming it."""
         if key is None:
             return None
         return self._repo.requests.recall(self.conn, key.method, key.request_id, key.request_hash)
 
-    def record(self, key: RequestKey | None, response: bytes) -> None:
+    def answer(self, key: RequestKey | None, response: bytes) -> None:
         if key is not None:
-            self._repo.requests.record(self.conn, key.method, key.request_id, key.request_hash, response)
+            self._repo.requests.answer(self.conn, key.method, key.request_id, response)
 
     # -- runs
 

@@ -2,7 +2,8 @@
 
 Writes (ingestion, ReportTurn, pruning) run one at a time (a lock in the process, and on PostgreSQL an
 advisory transaction lock), so cursors commit in the order they were issued: a reader that sees cursor n
-has seen every cursor below it. `committed` is notified after each write commits.
+has seen every cursor below it. `committed` is notified after each write commits. A write the database
+refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
@@ -27,6 +28,7 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.core.telemetry.turns import KnownAgent, held_of
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
@@ -57,10 +59,15 @@ _agents = TelAgentRow.__table__  # type: ignore[attr-defined]
 
 class TelemetryRepository:
     def __init__(
-        self, engine: Engine, retention: Retention, recent_bytes: int = DEFAULT_RECENT_BYTES
+        self,
+        engine: Engine,
+        retention: Retention,
+        recent_bytes: int = DEFAULT_RECENT_BYTES,
+        retries: Retries = DEFAULT,
     ) -> None:
         migrate(engine, "telemetry")
         self.engine = engine
+        self.retries = retries
         self.retention = retention
         self.committed = CommitSignal()
         self._reader = _reader_engine(engine)
@@ -104,11 +111,15 @@ class TelemetryRepository:
         """Stores each event of `origin` not stored yet; returns how many were new."""
         if not events:
             return 0
-        with self._writing() as conn:
-            inserted = self._insert(conn, events)
-            self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
-            self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
-        return inserted
+
+        def attempt() -> int:
+            with self._writing() as conn:
+                inserted = self._insert(conn, events)
+                self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
+                self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
+            return inserted
+
+        return retrying(attempt, self.retries)
 
     def highest_origin_seq(self, origin: str) -> int:
         """Where following `origin` resumes: the highest origin_seq ever stored (pruned or not)."""
@@ -132,8 +143,17 @@ class TelemetryRepository:
         the agent as stored (None if unknown) and returns the agent to record the turn against, or
         refuses; it runs under the write lock, so two reports of one agent are checked one after the
         other."""
+        return retrying(lambda: self._report(event, key, answer, admit), self.retries)
+
+    def _report(
+        self,
+        event: event_pb2.Event,
+        key: tuple[str, str, str] | None,
+        answer: Any,
+        admit: Callable[[KnownAgent | None], KnownAgent],
+    ) -> bytes:
         with self._writing() as conn:
-            if key is not None and (prior := self._requests.recall(conn, *key)) is not None:
+            if key is not None and (prior := self._requests.claim(conn, *key)) is not None:
                 return prior
             agent = admit(_known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
@@ -149,7 +169,7 @@ class TelemetryRepository:
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
-                self._requests.record(conn, *key, response)
+                self._requests.answer(conn, key[0], key[1], response)
             return response
 
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:

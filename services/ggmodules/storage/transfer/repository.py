@@ -1,7 +1,8 @@
 """The Transfer journal repository: one unit of work per transaction, over SQLAlchemy Core.
 
-Two calls with one request id racing to journal it: the second insert collides, the unit runs again and
-finds the first one's row.
+The journal row, unique per request id, is a transfer's claim (R49): a second call with the same request id
+racing the first waits on its insert until the first commits, collides, and the unit runs again and finds
+the first one's row. A unit that loses to a concurrent one is run again (storage.contention).
 """
 
 from __future__ import annotations
@@ -14,10 +15,10 @@ from typing import Any, TypeVar
 
 from sqlalchemy import select, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import IntegrityError
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.transfer.tables import TrTransferRow
 
@@ -62,22 +63,21 @@ class TransferRecord:
 
 
 class TransferRepository:
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, retries: Retries = DEFAULT) -> None:
         self.engine = engine
+        self.retries = retries
 
     def create_tables(self) -> None:
         migrate(self.engine, "transfer")
 
     def transact(self, work: Callable[[TransferUnit], T]) -> T:
-        """Runs `work` in one transaction; a request-id collision with a concurrent call runs it again."""
-        for attempt in range(3):
-            try:
-                with self.engine.begin() as conn:
-                    return work(TransferUnit(conn))
-            except IntegrityError:
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
+        """Runs `work` in one transaction, again when it loses to a concurrent one."""
+
+        def attempt() -> T:
+            with self.engine.begin() as conn:
+                return work(TransferUnit(conn))
+
+        return retrying(attempt, self.retries)
 
 
 class TransferUnit:
