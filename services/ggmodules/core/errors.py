@@ -58,6 +58,7 @@ class Reason(enum.Enum):
     NOT_IN_FSM = "NOT_IN_FSM"
     KIND_NOT_HELD = "KIND_NOT_HELD"
     CURSOR_EXPIRED = "CURSOR_EXPIRED"
+    INVALID_QUERY = "INVALID_QUERY"
 
 
 class DomainError(Exception):

@@ -220,6 +220,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
     one still available (resume after `oldest_cursor - 1`, or from 0).
     """
+    ERROR_REASON_INVALID_QUERY: _ErrorReason.ValueType  # 31
+    """A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
+    too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -286,6 +290,10 @@ ERROR_REASON_KIND_NOT_HELD: ErrorReason.ValueType  # 29
 ERROR_REASON_CURSOR_EXPIRED: ErrorReason.ValueType  # 30
 """A stream cursor older than what Telemetry retains; ErrorInfo metadata `oldest_cursor` names the oldest
 one still available (resume after `oldest_cursor - 1`, or from 0).
+"""
+ERROR_REASON_INVALID_QUERY: ErrorReason.ValueType  # 31
+"""A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
+too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 import grpc
 
 from ggmodules.core.modules import handover
+from ggmodules.core.modules.archive_search import plan_search
 from ggmodules.core.modules.binding import check_plan
 from ggmodules.core.modules.limits import check_name
 from ggmodules.core.modules.tools.catalog import tools_for
@@ -136,16 +137,12 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self, request: svc.SearchArchiveRequest, context: grpc.aio.ServicerContext
     ) -> svc.SearchArchiveResponse:
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
-        limit = min(request.page_size, 100) if request.page_size > 0 else 20
-        threads = await self._run(
-            self._repo.search_archive,
-            request.run_id,
-            request.agent_id,
-            request.store_id,
-            request.query,
-            limit,
+        mode = convert.search_mode(request.mode)
+        search = plan_search(request.store_id, request.query, request.page_size, request.page_token, mode)
+        page = await self._run(
+            self._repo.search_archive, request.run_id, request.agent_id, request.store_id, search
         )
-        return svc.SearchArchiveResponse(threads=[convert.thread_pb(t) for t in threads])
+        return convert.search_response(page)
 
     async def ReadOutbox(
         self, request: svc.ReadOutboxRequest, context: grpc.aio.ServicerContext

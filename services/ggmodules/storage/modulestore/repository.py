@@ -14,8 +14,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
 from ggmodules.core.modules.binding import BindPlan, RosterRow
-from ggmodules.core.modules.contents import ArchivedThread
 from ggmodules.core.modules.handover import HandoverPlan, KindResult
 from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
@@ -86,10 +86,8 @@ class ModuleStoreRepository:
     def render_prompt(self, run_id: str, agent_id: str) -> list[Contribution]:
         return self.read(lambda c: agent_reads.render_prompt(c, run_id, agent_id))
 
-    def search_archive(
-        self, run_id: str, agent_id: str, store_id: str, query: str, limit: int
-    ) -> list[ArchivedThread]:
-        return self.read(lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, query, limit))
+    def search_archive(self, run_id: str, agent_id: str, store_id: str, search: ArchiveSearch) -> SearchPage:
+        return self.read(lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, search))
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> tuple[list[event_pb2.Event], int]:
         return self.read(lambda c: self.outbox.read(c, after, limit, run_id))
