@@ -852,7 +852,7 @@ class SearchArchiveRequest(_message.Message):
       upgrade OR downgrade   either one; OR binds tighter than AND (`db upgrade OR downgrade` is
                              db AND (upgrade OR downgrade))
       -flaky, -"timed out"   leaves out threads containing it
-    Case and accents do not matter; words match in any English form ("migrations" finds "migration");
+    Case does not matter (accents do); words match in any English form ("migrations" finds "migration");
     punctuation separates words (`foo-bar` is the phrase "foo bar"); common English words (the, of, how, ...)
     outside quotes are ignored. Refused (INVALID_QUERY, ErrorInfo metadata `problem`): empty, too_long,
     too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words.

@@ -8,7 +8,7 @@ made only of letters and digits.
     upgrade OR downgrade   either one; OR binds tighter than AND: `db upgrade OR downgrade` is
                            db AND (upgrade OR downgrade)
     -flaky, -"timed out"   excluded: threads containing it are left out
-Case and accents do not matter, and words match in any English form ("migrations" finds "migration").
+Case does not matter (accents do), and words match in any English form ("migrations" finds "migration").
 Punctuation separates words: `foo-bar` or `foo.bar` is the phrase "foo bar". Common English words (the, of,
 how, ...) outside quotes are ignored. At most MAX_QUERY_CHARS characters and MAX_TERMS terms.
 
@@ -75,6 +75,8 @@ class _Item:
 
 def parse_query(text: str) -> ArchiveQuery:
     text = unicodedata.normalize("NFC", text)
+    # Control characters (NUL among them) separate words like spaces do.
+    text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
     if len(text) > MAX_QUERY_CHARS:
         raise _refused(
             f"query is {len(text)} characters; the limit is {MAX_QUERY_CHARS}", "too_long",

@@ -215,8 +215,8 @@ TOOLS: tuple[ToolDefinition, ...] = (
         "the newer thread), each with a score and a snippet whose matched words are in **bold**. Query "
         "language: every word must match, in any English form (migrations finds migration); \"a phrase\" "
         "matches the words in that order; migrat* matches a prefix; upgrade OR downgrade matches either "
-        "(OR binds tighter than AND); -word leaves out threads containing it. Case, accents and punctuation "
-        "do not matter, and common words (the, of, how) outside quotes are ignored. For more results pass "
+        "(OR binds tighter than AND); -word leaves out threads containing it. Case and punctuation do not "
+        "matter, and common words (the, of, how) outside quotes are ignored. For more results pass "
         "next_page_token back as page_token with the same query.",
         _obj(
             ["query"],

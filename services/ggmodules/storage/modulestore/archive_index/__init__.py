@@ -19,12 +19,13 @@ RANKERS = {"sqlite": fts5.ranked, "postgresql": tsvector.ranked}
 
 
 def search(conn: Connection, run_id: str, store_id: str, head_seq: int, search: ArchiveSearch) -> SearchPage:
-    """One page of the store's threads matching `search`, best first; `head_seq` is its newest thread."""
+    """One page of the store's threads matching `search`, best first; `head_seq` is its newest thread.
+    A snippet is one line: its line breaks (between title and messages, or messages) become spaces."""
     upto = min(search.upto, head_seq) if search.upto else head_seq
     segs = [Segment(sid, lo, min(hi, upto)) for sid, lo, hi in segments(conn, run_id, store_id) if lo < upto]
     rows = RANKERS[conn.dialect.name](conn, run_id, segs, search) if segs else []
     hits = [
-        ArchiveHit(thread_of(r.seq, r.title, r.messages), float(r.score), r.snippet or "")
+        ArchiveHit(thread_of(r.seq, r.title, r.messages), float(r.score), " ".join((r.snippet or "").split()))
         for r in rows[: search.page_size]
     ]
     return page_of(search, store_id, upto, hits, more=len(rows) > search.page_size)

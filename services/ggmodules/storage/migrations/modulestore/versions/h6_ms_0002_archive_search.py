@@ -1,8 +1,9 @@
 """modulestore: the archive's full-text index, kept by the database in the statement that archives a thread,
 and filled from the threads already archived.
 
-SQLite: the FTS5 table `ms_archive_fts` (porter stemming, accents folded) with rowid `key << 32 | seq`,
-`key` being the store's rowid in `ms_archive_fts_stores`; triggers on `ms_archive_threads` keep it.
+SQLite: the FTS5 table `ms_archive_fts` (porter stemming; accents kept, as PostgreSQL keeps them) with
+rowid `key << 32 | seq`, `key` being the store's rowid in `ms_archive_fts_stores`; triggers on
+`ms_archive_threads` keep it.
 PostgreSQL: the generated column `ms_archive_threads.search_vector` (title weighted A, message contents B)
 and the GIN index `ix_ms_archive_threads_search`; adding the column computes it for every row.
 
@@ -45,7 +46,7 @@ def upgrade() -> None:
     )
     op.execute(
         "CREATE VIRTUAL TABLE ms_archive_fts USING fts5("
-        "title, body, tokenize = 'porter unicode61 remove_diacritics 2')"
+        "title, body, tokenize = 'porter unicode61 remove_diacritics 0')"
     )
     op.execute(
         "CREATE TRIGGER ms_archive_fts_insert AFTER INSERT ON ms_archive_threads BEGIN "
