@@ -1,12 +1,18 @@
 """PostgreSQL: the generated column `ms_archive_threads.search_vector` (title weighted A, message contents
 B, English configuration) with a GIN index, ranked with ts_rank_cd.
 
+The GIN index covers every store of the database. So that a search reads only its own store's entries, each
+vector also holds a lexeme naming its store (`store_lexeme`), and the search asks for it beside its terms:
+the index intersects the two, and a small archive is searched as fast beside a large one as alone.
+
 The query is built from the parsed terms with phraseto_tsquery (the term's text as a bound value, which
 PostgreSQL tokenizes like the indexed text and never reads as syntax) and to_tsquery only for prefixes,
 whose words are letters and digits alone.
 """
 
 from __future__ import annotations
+
+import hashlib
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection
@@ -49,9 +55,18 @@ def tsquery(query: ArchiveQuery, params: dict[str, object]) -> str:
     return expr
 
 
+def store_lexeme(run_id: str, store_id: str) -> str:
+    """The lexeme the generated column adds for the thread's store (letters and digits only)."""
+    return "s" + hashlib.md5(f"{run_id}/{store_id}".encode(), usedforsecurity=False).hexdigest()
+
+
 def ranked(conn: Connection, run_id: str, segs: list[Segment], search: ArchiveSearch) -> list[Ranked]:
     terms: dict[str, object] = {}
     query = tsquery(search.query, terms)
+    stores = sorted({s.store_id for s in segs})
+    for i, store_id in enumerate(stores):
+        terms[f"store{i}"] = store_lexeme(run_id, store_id)
+    in_stores = " || ".join(f"CAST(:store{i} AS tsquery)" for i in range(len(stores)))
     params: dict[str, object] = {
         **terms,
         "run_id": run_id,
@@ -64,12 +79,13 @@ def ranked(conn: Connection, run_id: str, segs: list[Segment], search: ArchiveSe
         params[f"s{i}"], params[f"lo{i}"], params[f"hi{i}"] = s.store_id, s.lo, s.hi
         where.append(f"(t.store_id = :s{i} AND t.seq > :lo{i} AND t.seq <= :hi{i})")
     sql = f"""
-        WITH q AS MATERIALIZED (SELECT {query} AS query),
+        WITH q AS (SELECT {query} AS query),
         hits AS (
             SELECT t.store_id, t.seq,
-                   ts_rank_cd('{WEIGHTS}', t.search_vector, q.query, {NORMALIZATION}) AS score
-            FROM ms_archive_threads AS t, q
-            WHERE t.run_id = :run_id AND ({" OR ".join(where)}) AND t.search_vector @@ q.query
+                   ts_rank_cd('{WEIGHTS}', t.search_vector, {query}, {NORMALIZATION}) AS score
+            FROM ms_archive_threads AS t
+            WHERE t.run_id = :run_id AND ({" OR ".join(where)})
+              AND t.search_vector @@ (({query}) && ({in_stores}))
             ORDER BY score DESC, t.seq DESC
             LIMIT :limit OFFSET :offset
         )

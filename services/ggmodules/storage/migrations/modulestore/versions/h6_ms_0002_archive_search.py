@@ -4,8 +4,10 @@ and filled from the threads already archived.
 SQLite: the FTS5 table `ms_archive_fts` (porter stemming; accents kept, as PostgreSQL keeps them) with
 rowid `key << 32 | seq`, `key` being the store's rowid in `ms_archive_fts_stores`; triggers on
 `ms_archive_threads` keep it.
-PostgreSQL: the generated column `ms_archive_threads.search_vector` (title weighted A, message contents B)
-and the GIN index `ix_ms_archive_threads_search`; adding the column computes it for every row.
+PostgreSQL: the generated column `ms_archive_threads.search_vector` (title weighted A, message contents B,
+and one position-less lexeme naming the store, `s` + md5(run_id/store_id), so that the GIN index narrows a
+search to its store) and the GIN index `ix_ms_archive_threads_search`; adding the column computes it for
+every row.
 
 The portable models do not describe these (see `ggmodules.storage.migrations.UNMODELLED`).
 
@@ -34,7 +36,8 @@ def upgrade() -> None:
             "ALTER TABLE ms_archive_threads ADD COLUMN search_vector tsvector GENERATED ALWAYS AS ("
             "setweight(to_tsvector('english'::regconfig, title), 'A') || "
             "setweight(jsonb_to_tsvector('english'::regconfig, "
-            "jsonb_path_query_array(messages::jsonb, '$[*][1]'), '[\"string\"]'), 'B')) STORED"
+            "jsonb_path_query_array(messages::jsonb, '$[*][1]'), '[\"string\"]'), 'B') || "
+            "array_to_tsvector(ARRAY['s' || md5(run_id || '/' || store_id)])) STORED"
         )
         op.execute(
             "CREATE INDEX ix_ms_archive_threads_search ON ms_archive_threads USING gin (search_vector)"
