@@ -26,6 +26,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import text, update
 
 from ggmodules.common.v1 import common_pb2
+from ggmodules.core.modules.archive_query import COMMON_WORDS
 from ggmodules.core.modules.contents import ArchivedThread, Message, MessageInput
 from ggmodules.core.modules.figures import text_bytes
 from ggmodules.core.modules.ops import ArchiveThread
@@ -66,7 +67,9 @@ class Corpus:
         syllables = [c + v for c in "bdfgklmnprstvz" for v in ("a", "e", "i", "o", "u", "ai", "ou")]
         words: set[str] = set()
         while len(words) < VOCABULARY:
-            words.add("".join(self.rng.choice(syllables) for _ in range(self.rng.randint(2, 4))))
+            word = "".join(self.rng.choice(syllables) for _ in range(self.rng.randint(2, 4)))
+            if word not in COMMON_WORDS:  # "more", "some": a query of one would be refused
+                words.add(word)
         self.words = sorted(words, key=lambda w: (len(w), w))
         weights = [1 / (i + 1) ** 1.07 for i in range(VOCABULARY)]
         self.cumulative = list(itertools.accumulate(weights))

@@ -141,6 +141,16 @@ def test_search_pages_through_every_match_once(modulestore: Stub) -> None:
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size" in message
 
 
+def test_semantic_asked_of_a_modulestore_without_it_is_answered_by_text(modulestore: Stub) -> None:
+    a = with_filler(modulestore)
+    archive(modulestore, a, "deploy", "the canary rollout")
+    for mode in (ms.SEARCH_MODE_SEMANTIC, ms.SEARCH_MODE_HYBRID):
+        found = search(modulestore, a, "canary", mode=mode)
+        assert (titles(found), found.mode) == (["deploy"], ms.SEARCH_MODE_TEXT)
+    code, reason, _ = refusal(lambda: search(modulestore, a, "canary", mode=7))
+    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+
+
 def index_entries(suite: Suite) -> int:
     """The archive index's entries in ModuleStore's database (every run of the session)."""
     engine = create_engine(suite.urls["modulestore"])

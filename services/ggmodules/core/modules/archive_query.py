@@ -78,28 +78,28 @@ def parse_query(text: str) -> ArchiveQuery:
     # Control characters (NUL among them) separate words like spaces do.
     text = "".join(" " if unicodedata.category(ch) == "Cc" else ch for ch in text)
     if len(text) > MAX_QUERY_CHARS:
-        raise _refused(
+        raise refused(
             f"query is {len(text)} characters; the limit is {MAX_QUERY_CHARS}", "too_long",
             limit=str(MAX_QUERY_CHARS),
         )
     if not text.strip():
-        raise _refused("query is empty; give at least one word to look for", "empty")
+        raise refused("query is empty; give at least one word to look for", "empty")
     groups, excluded, common = _combine(_lex(text))
     if not groups:
         if excluded:
-            raise _refused(
+            raise refused(
                 "query only excludes (-word); add at least one word the threads must contain",
                 "only_exclusions",
             )
         if common:
-            raise _refused(
+            raise refused(
                 "query has only common words (the, of, how, ...), which are not searched; add a distinctive "
                 "word", "only_common_words",
             )
-        raise _refused("query has no words to look for, only punctuation", "empty")
+        raise refused("query has no words to look for, only punctuation", "empty")
     count = sum(len(g) for g in groups) + len(excluded)
     if count > MAX_TERMS:
-        raise _refused(
+        raise refused(
             f"query has {count} terms; the limit is {MAX_TERMS}", "too_many_terms", limit=str(MAX_TERMS)
         )
     return ArchiveQuery(tuple(tuple(g) for g in groups), tuple(excluded), text)
@@ -117,7 +117,7 @@ def _lex(text: str) -> list[_Item]:
         if start < n and text[start] == '"':
             close = text.find('"', start + 1)
             if close < 0:
-                raise _refused(
+                raise refused(
                     "query has an unclosed quote; close the phrase with a second \"", "unclosed_quote"
                 )
             prefix = close + 1 < n and text[close + 1] == "*"
@@ -158,9 +158,9 @@ def _combine(items: list[_Item]) -> tuple[list[list[Term]], list[Term], bool]:
             before = items[k - 1] if k > 0 else None
             after = items[k + 1] if k + 1 < len(items) else None
             if before is None or after is None or before.term is None or after.term is None:
-                raise _refused("OR needs a term on each side, e.g. `upgrade OR downgrade`", "dangling_or")
+                raise refused("OR needs a term on each side, e.g. `upgrade OR downgrade`", "dangling_or")
             if before.negated or after.negated:
-                raise _refused(
+                raise refused(
                     "OR joins terms to look for, not excluded ones (-word); exclude each on its own",
                     "dangling_or",
                 )
@@ -180,7 +180,8 @@ def _combine(items: list[_Item]) -> tuple[list[list[Term]], list[Term], bool]:
     return groups, excluded, common
 
 
-def _refused(message: str, problem: str, **extra: str) -> InvalidArgument:
+def refused(message: str, problem: str, **extra: str) -> InvalidArgument:
+    """The INVALID_QUERY refusal of a query, with its `problem`."""
     return InvalidArgument(
         message + ". See search_archive's description for the query language",
         reason=Reason.INVALID_QUERY,

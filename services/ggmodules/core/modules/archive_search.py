@@ -16,7 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from ggmodules.core.errors import InvalidArgument, Reason
-from ggmodules.core.modules.archive_query import ArchiveQuery, parse_query
+from ggmodules.core.modules.archive_query import MAX_QUERY_CHARS, ArchiveQuery, parse_query, refused
 from ggmodules.core.modules.contents import ArchivedThread
 
 DEFAULT_PAGE_SIZE = 20
@@ -62,8 +62,9 @@ class SearchPage:
 def plan_search(
     store_id: str, text: str, page_size: int, page_token: str, mode: SearchMode = SearchMode.TEXT
 ) -> ArchiveSearch:
-    """Checks everything a search is asked before it touches a store."""
-    query = parse_query(text)
+    """Checks everything a search is asked before it touches a store. A SEMANTIC query is any text (up to
+    MAX_QUERY_CHARS); the other modes read it in the query language."""
+    query = parse_query(text) if mode != SearchMode.SEMANTIC else _semantic_query(text)
     if page_size < 0:
         raise InvalidArgument(
             "page_size cannot be negative (0 means the default)",
@@ -83,6 +84,17 @@ def page_of(
     if more:
         token = _encode(_scope(store_id, search.query.text, search.mode), search.offset + len(hits), upto)
     return SearchPage(tuple(hits), token, search.mode)
+
+
+def _semantic_query(text: str) -> ArchiveQuery:
+    if not text.strip():
+        raise refused("query is empty; say what the thread was about", "empty")
+    if len(text) > MAX_QUERY_CHARS:
+        raise refused(
+            f"query is {len(text)} characters; the limit is {MAX_QUERY_CHARS}", "too_long",
+            limit=str(MAX_QUERY_CHARS),
+        )
+    return ArchiveQuery((), (), text)
 
 
 def _scope(store_id: str, text: str, mode: SearchMode) -> str:
