@@ -97,6 +97,26 @@ def test_a_title_match_outranks_a_message_match_and_ties_go_to_the_newer_thread(
     assert found.hits[0].score == found.hits[1].score
 
 
+def test_the_query_language_words_phrases_prefixes_or_and_exclusions(modulestore: Stub) -> None:
+    a = with_filler(modulestore)
+    archive(modulestore, a, "db upgrade", "schema moved forward")
+    archive(modulestore, a, "db downgrade", "schema moved back")
+    archive(modulestore, a, "lone upgrade", "the upgrade failed then retried")
+    archive(modulestore, a, "migrations", "we migrate the data before the migration window")
+
+    def found(query: str) -> list[str]:
+        return sorted(titles(search(modulestore, a, query)))
+
+    assert found("db upgrade OR downgrade") == ["db downgrade", "db upgrade"]  # db AND (upgrade OR downgrade)
+    assert found("upgrade OR downgrade") == ["db downgrade", "db upgrade", "lone upgrade"]
+    assert found("upgrade -db") == ["lone upgrade"]
+    assert found('"upgrade failed"') == ["lone upgrade"]
+    assert found('"failed upgrade"') == []
+    assert found("migrat*") == ["migrations"]
+    assert found("how did we MIGRATE the data?") == ["migrations"]  # common words ignored, any form matches
+    assert found("schema -\"moved back\"") == ["db upgrade"]
+
+
 def test_snippets_mark_the_matched_words_in_the_passage_that_matched(modulestore: Stub) -> None:
     a = with_filler(modulestore)
     before = " ".join(f"alpha{i}" for i in range(60))
