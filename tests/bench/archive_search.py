@@ -192,7 +192,7 @@ class ArchiveBench:
 
 def shapes(corpus: Corpus, quick: bool) -> dict[str, list[str]]:
     """Query shapes by how common their words are (rank 0 = the commonest word)."""
-    n = 30 if quick else 200
+    n = 20 if quick else 60
     return {
         "two words of rank 300-3,000 (AND)": corpus.queries(n, 300, 3000, 2),
         "one word of rank 300-3,000 (in ~0.2-2% of threads)": corpus.queries(n, 300, 3000, 1),
