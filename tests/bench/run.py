@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`) prints one section.
+`telemetry-postgres`, `archive`) prints one section.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, m
 from ggmodules.sdk import Client, Memories, Profile
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
+from tests.bench import archive_search
 from tests.bench.raw_stream import stream_stub
 from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
 
@@ -575,12 +576,29 @@ def modulestore_figures(quick: bool) -> None:
                 print(f"  fork(100,000) / fork(10) = {forks[100_000] / forks[10]:.2f} (target <= 2)")
 
 
+def archive_figures(quick: bool) -> None:
+    pg_url = os.environ.get("GGMODULES_TEST_POSTGRES_URL", PG_DEFAULT)
+    with tempfile.TemporaryDirectory() as tmp:
+        backends = [("SQLite", new_database_url("sqlite", "modulestore", Path(tmp)))]
+        try:
+            backends.append(("PostgreSQL", new_database_url("postgres", "modulestore", Path(tmp), pg_url)))
+        except Exception as err:  # a machine without PostgreSQL still gets the SQLite figures
+            print(f"(PostgreSQL figures left out: {err})")
+        print("\nArchive search (ModuleStore in its own process) — µs unless noted")
+        for label, url in backends:
+            try:
+                archive_search.figures(label, url, quick)
+            finally:
+                drop_database(url)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
     sections = {
         "modulestore": modulestore_figures, "transfer": transfer_figures, "telemetry": telemetry_figures,
         "telemetry-postgres": telemetry_postgres_figures,
+        "archive": archive_figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()

@@ -9,6 +9,7 @@ from ggmodules.sdk import (
     BoardContents,
     Client,
     HistoryContents,
+    InvalidQueryError,
     IssueStatus,
     Kind,
     KindNotHeldError,
@@ -16,6 +17,8 @@ from ggmodules.sdk import (
     Origin,
     Run,
     RunStatus,
+    SearchMode,
+    SearchPage,
     TaskStatus,
 )
 from tests.sdk.conftest import PROFILES
@@ -132,6 +135,16 @@ def test_archive_threads_are_archived_and_found_by_text(gg: Client) -> None:
     assert [(t.id, t.title) for t in found] == [(first, "parser talk")]
     assert found[0].messages[0].content == "use a recursive descent parser"
     assert [t.title for t in archive.contents().threads] == ["parser talk", "ci talk"]
+    # Ranked pages with a score and a snippet each, and the mode that answered.
+    third = archive.archive_thread("parser rewrite", [("user", "the parser again: a parser generator")])
+    page = archive.search("parser", page_size=1)
+    assert isinstance(page, SearchPage) and page.mode == SearchMode.TEXT == "text"
+    assert [t.id for t in page] == [third] and "**parser**" in page[0].snippet and page[0].score > 0
+    rest = archive.search("parser", page_size=1, page_token=page.next_page_token)
+    assert [t.id for t in rest] == [first] and rest.next_page_token == ""
+    with pytest.raises(InvalidQueryError) as refused:
+        archive.search('"recursive descent')
+    assert refused.value.problem == "unclosed_quote"
 
 
 def test_r10_prompt_comes_module_by_module_and_r8_board_and_archive_contribute_nothing(gg: Client) -> None:

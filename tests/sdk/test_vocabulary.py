@@ -8,6 +8,7 @@ from google.rpc import status_pb2
 
 from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
+from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.runtime.errors import to_status
 from ggmodules.sdk import (
@@ -20,6 +21,7 @@ from ggmodules.sdk import (
     Origin,
     RetryPolicy,
     RunStatus,
+    SearchMode,
     ServiceUnavailableError,
     TaskStatus,
     UnknownKindError,
@@ -33,6 +35,7 @@ VOCABULARIES: list[tuple[type[Word], object]] = [
     (Kind, common_pb2.Kind), (Origin, common_pb2.Origin), (MemoryScope, common_pb2.MemoryScope),
     (MemoryStrategy, common_pb2.MemoryStrategy), (TaskStatus, module_pb2.TaskStatus),
     (IssueStatus, module_pb2.IssueStatus), (RunStatus, registry_pb2.RunStatus),
+    (SearchMode, modulestore_pb2.SearchMode),
 ]
 
 

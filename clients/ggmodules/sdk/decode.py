@@ -8,7 +8,7 @@ from typing import Any
 from google.protobuf import timestamp_pb2
 
 from ggmodules.common.v1 import common_pb2, module_pb2
-from ggmodules.modulestore.v1 import modulestore_pb2
+from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.sdk import results as r
 from ggmodules.sdk.profiles import Capability, Edge, Fsm, Memories, Profile, Skills
@@ -20,6 +20,7 @@ from ggmodules.sdk.words import (
     Origin,
     Outcome,
     RunStatus,
+    SearchMode,
     TaskStatus,
     TransferKind,
     TransferState,
@@ -133,6 +134,16 @@ def message(m: module_pb2.Message) -> r.Message:
 
 def thread(t: module_pb2.ArchivedThread) -> r.ArchivedThread:
     return r.ArchivedThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages))
+
+
+def search_page(resp: modulestore_service_pb2.SearchArchiveResponse) -> r.SearchPage:
+    found = tuple(
+        r.FoundThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages), score=h.score,
+                      snippet=h.snippet)
+        for t, h in zip(resp.threads, resp.hits, strict=True)
+    )
+    mode = SearchMode.from_number(resp.mode)
+    return r.SearchPage(found, resp.next_page_token, mode=mode or SearchMode.TEXT)
 
 
 def contents(c: module_pb2.ModuleContents) -> r.Contents | None:

@@ -13,7 +13,15 @@ from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.sdk.errors import GGModulesError, InvalidFieldError, UnknownKindError
 from ggmodules.sdk.profiles import Capability, Fsm, Memories, Profile, Skills
-from ggmodules.sdk.words import IssueStatus, Kind, MemoryScope, MemoryStrategy, TaskStatus, Word
+from ggmodules.sdk.words import (
+    IssueStatus,
+    Kind,
+    MemoryScope,
+    MemoryStrategy,
+    SearchMode,
+    TaskStatus,
+    Word,
+)
 
 W = TypeVar("W", bound=Word)
 # (role, content)
@@ -38,6 +46,10 @@ def word(cls: type[W], value: W | str, field: str) -> W:
 def kind(value: Kind | str | None) -> common_pb2.Kind.ValueType:
     """A kind filter: None (every kind) is UNSPECIFIED."""
     return common_pb2.Kind.ValueType(0 if value is None else word(Kind, value, "kind").number)
+
+
+def search_mode(value: SearchMode | str) -> modulestore_pb2.SearchMode.ValueType:
+    return modulestore_pb2.SearchMode.ValueType(word(SearchMode, value, "mode").number)
 
 
 def task_status(value: TaskStatus | str | None) -> module_pb2.TaskStatus.ValueType:

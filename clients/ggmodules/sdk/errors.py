@@ -258,6 +258,17 @@ class ContentionError(GGModulesError):
     REASON = "CONTENTION"
 
 
+class InvalidQueryError(GGModulesError):
+    """An archive search query that cannot be searched; `problem` says why (empty, too_long, too_many_terms,
+    unclosed_quote, dangling_or, only_exclusions, only_common_words)."""
+
+    REASON = "INVALID_QUERY"
+
+    @property
+    def problem(self) -> str:
+        return self.metadata.get("problem", "")
+
+
 class DeadlineExceededError(GGModulesError):
     """The call's deadline passed before a service answered. Mutations may or may not have applied:
     retrying with the same request id is safe."""

@@ -16,7 +16,7 @@ from ggmodules.sdk import decode, encode
 from ggmodules.sdk import results as r
 from ggmodules.sdk.encode import MessageInput
 from ggmodules.sdk.plans import ModuleRef, Plan, mutation, read
-from ggmodules.sdk.words import IssueStatus, Kind, TaskStatus
+from ggmodules.sdk.words import IssueStatus, Kind, SearchMode, TaskStatus
 
 C = TypeVar("C", bound=Any)
 
@@ -138,17 +138,21 @@ def archive_thread(ref: ModuleRef, title: str, messages: Iterable[MessageInput])
     return _write(ref, "archive_thread", body).map(lambda w: w.thread_id)
 
 
-def search_archive(run_id: str, agent_id: str, store_id: str, query: str, *,
-                   page_size: int = 0) -> Plan[list[r.ArchivedThread]]:
+def search_archive(run_id: str, agent_id: str, store_id: str, query: str, *, page_size: int = 0,
+                   page_token: str = "", mode: SearchMode | str = SearchMode.TEXT) -> Plan[r.SearchPage]:
     request = pb.SearchArchiveRequest(run_id=run_id, agent_id=agent_id, store_id=store_id, query=query,
-                                      page_size=page_size)
-    return read("modulestore", "SearchArchive", request,
-                lambda resp: [decode.thread(t) for t in resp.threads])
+                                      page_size=page_size, page_token=page_token,
+                                      mode=encode.search_mode(mode))
+    return read("modulestore", "SearchArchive", request, decode.search_page)
 
 
-def search(ref: ModuleRef, query: str, *, page_size: int = 0) -> Plan[list[r.ArchivedThread]]:
-    """Archived threads whose text matches `query`."""
-    return search_archive(ref.run_id, ref.agent_id, ref.store_id, query, page_size=page_size)
+def search(ref: ModuleRef, query: str, *, page_size: int = 0, page_token: str = "",
+           mode: SearchMode | str = SearchMode.TEXT) -> Plan[r.SearchPage]:
+    """One page of the archive's threads matching `query`, best first, each with its score and snippet.
+    The query language: words (all must match), "a phrase", prefix*, a OR b, -excluded (see the
+    SearchArchiveRequest.query comment). `page_token`: the previous page's `next_page_token`."""
+    return search_archive(ref.run_id, ref.agent_id, ref.store_id, query, page_size=page_size,
+                          page_token=page_token, mode=mode)
 
 
 # reading stores

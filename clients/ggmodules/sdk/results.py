@@ -23,6 +23,7 @@ from ggmodules.sdk.words import (
     Origin,
     Outcome,
     RunStatus,
+    SearchMode,
     TaskStatus,
     TransferKind,
     TransferState,
@@ -48,6 +49,9 @@ class Page(Generic[T]):
 
     def __len__(self) -> int:
         return len(self.items)
+
+    def __getitem__(self, index: int) -> T:
+        return self.items[index]
 
 
 @dataclass(frozen=True)
@@ -213,6 +217,23 @@ class ArchivedThread:
     id: int
     title: str
     messages: tuple[Message, ...]
+
+
+@dataclass(frozen=True)
+class FoundThread(ArchivedThread):
+    """An archived thread a search found: `score` (higher is more relevant, comparable within one page)
+    and `snippet` (the passage that matched, its matched words between `**`)."""
+
+    score: float = 0.0
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class SearchPage(Page[FoundThread]):
+    """One page of an archive search, best first; `mode` is the one that answered ("text" when semantic
+    search was asked of a ModuleStore without it)."""
+
+    mode: SearchMode = SearchMode.TEXT
 
 
 @dataclass(frozen=True)

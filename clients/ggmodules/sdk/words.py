@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, Self, TypeVar
 
 from ggmodules.common.v1 import common_pb2, module_pb2
+from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.transfer.v1 import transfer_pb2
 
@@ -140,3 +141,12 @@ class TransferState(Word):
     PENDING = "pending"
     COMPLETED = "completed"
     FAILED = "failed"
+
+
+@backed_by(modulestore_pb2.SearchMode, "SEARCH_MODE_")
+class SearchMode(Word):
+    """How an archive search matches: the full-text index, meaning (embeddings), or both fused."""
+
+    TEXT = "text"
+    SEMANTIC = "semantic"
+    HYBRID = "hybrid"

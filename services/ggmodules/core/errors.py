@@ -63,6 +63,7 @@ class Reason(enum.Enum):
     TURN_OUT_OF_ORDER = "TURN_OUT_OF_ORDER"
     EXEC_LACKS_EDGE_KINDS = "EXEC_LACKS_EDGE_KINDS"
     CONTENTION = "CONTENTION"
+    INVALID_QUERY = "INVALID_QUERY"
 
 
 class DomainError(Exception):

@@ -12,6 +12,7 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | MODULESTORE_ADDRESS | --modulestore-address | 127.0.0.1:50052 (services that call ModuleStore) |
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
+| SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 """
 
@@ -36,6 +37,8 @@ class ServiceConfig:
     modulestore_address: str = f"127.0.0.1:{DEFAULT_PORTS['modulestore']}"
     registry_address: str = f"127.0.0.1:{DEFAULT_PORTS['registry']}"
     transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
+    # ModuleStore: the embedding provider of semantic archive search ("" = off).
+    semantic: str = ""
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
 
@@ -54,6 +57,7 @@ class ServiceConfig:
             "modulestore-address",
             "registry-address",
             "transfer-address",
+            "semantic",
         ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
@@ -74,6 +78,7 @@ class ServiceConfig:
             modulestore_address=pick("MODULESTORE_ADDRESS", cls.modulestore_address),
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
+            semantic=pick("SEMANTIC", ""),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
         )
 

@@ -12,6 +12,7 @@ from ggmodules.core.errors import InvalidArgument, missing
 from ggmodules.core.kinds import Kind, kind_from_value
 from ggmodules.core.modules import contents as c
 from ggmodules.core.modules import ops
+from ggmodules.core.modules.archive_search import SearchMode, SearchPage
 from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow
 from ggmodules.core.modules.figures import Caps, Figures
 from ggmodules.core.modules.handover import HandoverKind, HandoverPlan, KindResult, Receive
@@ -172,6 +173,26 @@ def optional_kind(value: int) -> Kind | None:
     return None if value == 0 else kind_from_value(value)
 
 
+_MODES: dict[int, SearchMode] = {
+    ms.SEARCH_MODE_TEXT: SearchMode.TEXT,
+    ms.SEARCH_MODE_SEMANTIC: SearchMode.SEMANTIC,
+    ms.SEARCH_MODE_HYBRID: SearchMode.HYBRID,
+}
+_MODE_PB = {mode: value for value, mode in _MODES.items()}
+
+
+def search_mode(value: int) -> SearchMode:
+    if value == ms.SEARCH_MODE_UNSPECIFIED:
+        return SearchMode.TEXT
+    if value not in _MODES:
+        raise InvalidArgument(
+            f"mode: {value} is not a search mode (valid: {', '.join(str(int(v)) for v in _MODES)})",
+            metadata={"field": "mode"},
+            violations=[("mode", "unknown enum value")],
+        )
+    return _MODES[value]
+
+
 # ---- domain -> responses -----------------------------------------------------------------------------
 
 
@@ -213,6 +234,15 @@ def message_pb(m: c.Message) -> module_pb2.Message:
 
 def thread_pb(t: c.ArchivedThread) -> module_pb2.ArchivedThread:
     return module_pb2.ArchivedThread(id=t.id, title=t.title, messages=[message_pb(m) for m in t.messages])
+
+
+def search_response(page: SearchPage) -> svc.SearchArchiveResponse:
+    return svc.SearchArchiveResponse(
+        threads=[thread_pb(h.thread) for h in page.hits],
+        hits=[ms.ArchiveHit(thread_id=h.thread.id, score=h.score, snippet=h.snippet) for h in page.hits],
+        next_page_token=page.next_page_token,
+        mode=ms.SearchMode.ValueType(_MODE_PB[page.mode]),
+    )
 
 
 def contents_pb(contents: c.Contents) -> module_pb2.ModuleContents:

@@ -241,6 +241,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
     database) through every retry the service allows; nothing was applied. Retry with the same request id.
     """
+    ERROR_REASON_INVALID_QUERY: _ErrorReason.ValueType  # 36
+    """A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
+    too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -328,6 +332,10 @@ profile enabling them, or with `leave_fsm` so the successor runs outside the FSM
 ERROR_REASON_CONTENTION: ErrorReason.ValueType  # 35
 """Concurrent calls kept colliding in the service's database (deadlock, serialization failure, busy
 database) through every retry the service allows; nothing was applied. Retry with the same request id.
+"""
+ERROR_REASON_INVALID_QUERY: ErrorReason.ValueType  # 36
+"""A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
+too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -59,6 +59,32 @@ memories store, a skills catalogue).
 """
 Global___BindAction: _TypeAlias = BindAction  # noqa: Y015
 
+class _SearchMode:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _SearchModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SearchMode.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    SEARCH_MODE_UNSPECIFIED: _SearchMode.ValueType  # 0
+    SEARCH_MODE_TEXT: _SearchMode.ValueType  # 1
+    """The full-text index: the query language's words, phrases and prefixes."""
+    SEARCH_MODE_SEMANTIC: _SearchMode.ValueType  # 2
+    """Nearest threads by meaning (sentence embeddings of the query and of each thread)."""
+    SEARCH_MODE_HYBRID: _SearchMode.ValueType  # 3
+    """TEXT and SEMANTIC fused by reciprocal rank."""
+
+class SearchMode(_SearchMode, metaclass=_SearchModeEnumTypeWrapper):
+    """How SearchArchive matches a query to threads."""
+
+SEARCH_MODE_UNSPECIFIED: SearchMode.ValueType  # 0
+SEARCH_MODE_TEXT: SearchMode.ValueType  # 1
+"""The full-text index: the query language's words, phrases and prefixes."""
+SEARCH_MODE_SEMANTIC: SearchMode.ValueType  # 2
+"""Nearest threads by meaning (sentence embeddings of the query and of each thread)."""
+SEARCH_MODE_HYBRID: SearchMode.ValueType  # 3
+"""TEXT and SEMANTIC fused by reciprocal rank."""
+Global___SearchMode: _TypeAlias = SearchMode  # noqa: Y015
+
 @_typing.final
 class Holder(_message.Message):
     """One agent's handle on a store."""
@@ -311,3 +337,36 @@ class ToolDefinition(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ToolDefinition: _TypeAlias = ToolDefinition  # noqa: Y015
+
+@_typing.final
+class ArchiveHit(_message.Message):
+    """Why SearchArchive found a thread."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    THREAD_ID_FIELD_NUMBER: _builtins.int
+    SCORE_FIELD_NUMBER: _builtins.int
+    SNIPPET_FIELD_NUMBER: _builtins.int
+    thread_id: _builtins.int
+    score: _builtins.float
+    """Relevance, higher is better; comparable within one response only (each backend and mode scores its own
+    way).
+    """
+    snippet: _builtins.str
+    """The passage that matched best, its matched words between `**`, text left out marked `…` (TEXT; the
+    thread's opening for a thread SEMANTIC alone found).
+    """
+    def __init__(
+        self,
+        *,
+        thread_id: _builtins.int = ...,
+        score: _builtins.float = ...,
+        snippet: _builtins.str = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["score", b"score", "snippet", b"snippet", "thread_id", b"thread_id"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___ArchiveHit: _TypeAlias = ArchiveHit  # noqa: Y015

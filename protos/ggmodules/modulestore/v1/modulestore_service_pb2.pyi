@@ -838,11 +838,36 @@ class SearchArchiveRequest(_message.Message):
     STORE_ID_FIELD_NUMBER: _builtins.int
     QUERY_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
+    PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     agent_id: _builtins.str
+    """The searcher; must hold the store."""
     store_id: _builtins.str
     query: _builtins.str
+    """At most 1,000 characters and 32 terms:
+      alembic upgrade        every term must match
+      "upgrade failed"       a phrase: the words next to each other, in this order
+      migrat*                a prefix (at least 2 letters before the *)
+      upgrade OR downgrade   either one; OR binds tighter than AND (`db upgrade OR downgrade` is
+                             db AND (upgrade OR downgrade))
+      -flaky, -"timed out"   leaves out threads containing it
+    Case does not matter (accents do); words match in any English form ("migrations" finds "migration");
+    punctuation separates words (`foo-bar` is the phrase "foo bar"); common English words (the, of, how, ...)
+    outside quotes are ignored. Refused (INVALID_QUERY, ErrorInfo metadata `problem`): empty, too_long,
+    too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words.
+    """
     page_size: _builtins.int
+    """At most this many threads: 0 means 20, at most 100 (more is read as 100), negative is refused."""
+    page_token: _builtins.str
+    """The next_page_token of the previous page of the same query of the same store; empty for the first page.
+    Later pages search the threads archived before the first page, so none appears twice or is skipped
+    because of a thread archived meanwhile.
+    """
+    mode: _modulestore_pb2.SearchMode.ValueType
+    """How to match; UNSPECIFIED is TEXT. SEMANTIC and HYBRID are answered only by a ModuleStore with
+    semantic search on (see README); otherwise TEXT answers, and the response says so.
+    """
     def __init__(
         self,
         *,
@@ -851,10 +876,12 @@ class SearchArchiveRequest(_message.Message):
         store_id: _builtins.str = ...,
         query: _builtins.str = ...,
         page_size: _builtins.int = ...,
+        page_token: _builtins.str = ...,
+        mode: _modulestore_pb2.SearchMode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "page_size", b"page_size", "query", b"query", "run_id", b"run_id", "store_id", b"store_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "mode", b"mode", "page_size", b"page_size", "page_token", b"page_token", "query", b"query", "run_id", b"run_id", "store_id", b"store_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -865,16 +892,32 @@ class SearchArchiveResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     THREADS_FIELD_NUMBER: _builtins.int
+    HITS_FIELD_NUMBER: _builtins.int
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
+    MODE_FIELD_NUMBER: _builtins.int
+    next_page_token: _builtins.str
+    """Empty on the last page."""
+    mode: _modulestore_pb2.SearchMode.ValueType
+    """The mode that answered (TEXT when semantic search was asked of a ModuleStore without it)."""
     @_builtins.property
-    def threads(self) -> _containers.RepeatedCompositeFieldContainer[_module_pb2.ArchivedThread]: ...
+    def threads(self) -> _containers.RepeatedCompositeFieldContainer[_module_pb2.ArchivedThread]:
+        """The threads found, best first."""
+
+    @_builtins.property
+    def hits(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.ArchiveHit]:
+        """One per thread, in the same order: why it was found."""
+
     def __init__(
         self,
         *,
         threads: _abc.Iterable[_module_pb2.ArchivedThread] | None = ...,
+        hits: _abc.Iterable[_modulestore_pb2.ArchiveHit] | None = ...,
+        next_page_token: _builtins.str = ...,
+        mode: _modulestore_pb2.SearchMode.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["threads", b"threads"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["hits", b"hits", "mode", b"mode", "next_page_token", b"next_page_token", "threads", b"threads"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -144,7 +144,11 @@ class ModuleStoreServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def SearchArchive(self, request, context):
-        """Finds archived threads by text.
+        """Finds an archive store's threads by text, through a full-text index: best match first, a page at a
+        time. Relevance is the index's score (BM25 on SQLite, cover density on PostgreSQL; a match in the title
+        counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
+        threads it holds: its own and its parent's up to the fork. The query language is described on
+        SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

@@ -52,7 +52,12 @@ class ModuleStoreServiceStub:
     CallTool: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.CallToolRequest, _modulestore_service_pb2.CallToolResponse]
     """Executes one tool call made by the model on behalf of an agent."""
     SearchArchive: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.SearchArchiveRequest, _modulestore_service_pb2.SearchArchiveResponse]
-    """Finds archived threads by text."""
+    """Finds an archive store's threads by text, through a full-text index: best match first, a page at a
+    time. Relevance is the index's score (BM25 on SQLite, cover density on PostgreSQL; a match in the title
+    counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
+    threads it holds: its own and its parent's up to the fork. The query language is described on
+    SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+    """
     ReadOutbox: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]
     """Events appended to this service's outbox after a given origin sequence."""
     Handover: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]
@@ -85,7 +90,12 @@ class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
     CallTool: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.CallToolRequest, _modulestore_service_pb2.CallToolResponse]  # type: ignore[assignment]
     """Executes one tool call made by the model on behalf of an agent."""
     SearchArchive: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.SearchArchiveRequest, _modulestore_service_pb2.SearchArchiveResponse]  # type: ignore[assignment]
-    """Finds archived threads by text."""
+    """Finds an archive store's threads by text, through a full-text index: best match first, a page at a
+    time. Relevance is the index's score (BM25 on SQLite, cover density on PostgreSQL; a match in the title
+    counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
+    threads it holds: its own and its parent's up to the fork. The query language is described on
+    SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+    """
     ReadOutbox: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]  # type: ignore[assignment]
     """Events appended to this service's outbox after a given origin sequence."""
     Handover: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]  # type: ignore[assignment]
@@ -163,7 +173,12 @@ class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _modulestore_service_pb2.SearchArchiveRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_modulestore_service_pb2.SearchArchiveResponse, _abc.Awaitable[_modulestore_service_pb2.SearchArchiveResponse]]:
-        """Finds archived threads by text."""
+        """Finds an archive store's threads by text, through a full-text index: best match first, a page at a
+        time. Relevance is the index's score (BM25 on SQLite, cover density on PostgreSQL; a match in the title
+        counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
+        threads it holds: its own and its parent's up to the fork. The query language is described on
+        SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+        """
 
     @_abc_1.abstractmethod
     def ReadOutbox(

@@ -1,5 +1,5 @@
-"""archive: threads `archive_thread` adds and `search_archive` finds. An append-only log, so a fork copies
-nothing but a pointer to it.
+"""archive: threads `archive_thread` adds and `search_archive` finds (through the index: see
+`archive_query`, `archive_search`). An append-only log, so a fork copies nothing but a pointer to it.
 """
 
 from __future__ import annotations
@@ -30,15 +30,3 @@ def archive_thread(head: StoreHead, op: ArchiveThread) -> Applied:
         thread=thread,
         thread_id=thread_id,
     )
-
-
-def matches(thread: ArchivedThread, query: str) -> bool:
-    """Every word of the query appears, ignoring case, in the title or a message."""
-    text = "\n".join((thread.title, *(m.content for m in thread.messages))).casefold()
-    return all(term in text for term in query.casefold().split())
-
-
-def search(threads: list[ArchivedThread], query: str, limit: int) -> list[ArchivedThread]:
-    """Matching threads, newest first."""
-    found = [t for t in sorted(threads, key=lambda t: t.id, reverse=True) if matches(t, query)]
-    return found[:limit] if limit > 0 else found

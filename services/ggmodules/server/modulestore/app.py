@@ -21,6 +21,7 @@ from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.server import Service
+from ggmodules.semantic import load_embedder
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.storage.engine import is_sqlite, make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
@@ -42,8 +43,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline)
     outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
-    servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread)
-    log.info("modulestore storage ready", backend=engine.dialect.name)
+    embedder = load_embedder(config.semantic)
+    servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
+    semantic = embedder.name if embedder else "off"
+    log.info("modulestore storage ready", backend=engine.dialect.name, semantic=semantic)
 
     def register(server: Any) -> None:
         svc_grpc.add_ModuleStoreServiceServicer_to_server(servicer, server)

@@ -9,12 +9,15 @@ from typing import Any, TypeVar
 import grpc
 
 from ggmodules.core.modules import handover
+from ggmodules.core.modules.archive_search import SearchMode, plan_search
+from ggmodules.core.modules.archive_semantic import Embedder
 from ggmodules.core.modules.binding import check_plan
 from ggmodules.core.modules.limits import check_name
 from ggmodules.core.modules.tools.catalog import tools_for
 from ggmodules.core.modules.tools.dispatch import plan_call
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
+from ggmodules.server.modulestore import semantic
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.wire import modulestore as convert
@@ -31,9 +34,10 @@ def _require(**fields: str) -> None:
 
 
 class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
-    def __init__(self, repo: ModuleStoreRepository, run: Runner) -> None:
+    def __init__(self, repo: ModuleStoreRepository, run: Runner, embedder: Embedder | None = None) -> None:
         self._repo = repo
         self._run = run
+        self._embedder = embedder
 
     async def BindInstance(
         self, request: svc.BindInstanceRequest, context: grpc.aio.ServicerContext
@@ -136,16 +140,18 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self, request: svc.SearchArchiveRequest, context: grpc.aio.ServicerContext
     ) -> svc.SearchArchiveResponse:
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
-        limit = min(request.page_size, 100) if request.page_size > 0 else 20
-        threads = await self._run(
-            self._repo.search_archive,
-            request.run_id,
-            request.agent_id,
-            request.store_id,
-            request.query,
-            limit,
-        )
-        return svc.SearchArchiveResponse(threads=[convert.thread_pb(t) for t in threads])
+        # Without an embedding provider every mode is answered by TEXT, and the response says so.
+        requested = convert.search_mode(request.mode)
+        mode = requested if self._embedder else SearchMode.TEXT
+        search = plan_search(request.store_id, request.query, request.page_size, request.page_token, mode)
+        if mode != SearchMode.TEXT and self._embedder is not None:
+            ids = (request.run_id, request.agent_id, request.store_id)
+            page = await semantic.search(self._repo, self._run, self._embedder, *ids, search)
+        else:
+            page = await self._run(
+                self._repo.search_archive, request.run_id, request.agent_id, request.store_id, search
+            )
+        return convert.search_response(page)
 
     async def ReadOutbox(
         self, request: svc.ReadOutboxRequest, context: grpc.aio.ServicerContext

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
@@ -9,14 +11,15 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules import archive
-from ggmodules.core.modules.contents import ArchiveContents, ArchivedThread
+from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
+from ggmodules.core.modules.archive_semantic import thread_text
+from ggmodules.core.modules.contents import ArchiveContents
 from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.prompt import Contribution, render
-from ggmodules.core.modules.tools.dispatch import Result, ToolCall, result_of
-from ggmodules.storage.modulestore import handovers, read_sets, writing
+from ggmodules.core.modules.tools.dispatch import Result, ToolCall, found, result_of, search_of
+from ggmodules.storage.modulestore import archive_index, handovers, read_sets, writing
+from ggmodules.storage.modulestore.archive_index import vectors
 from ggmodules.storage.modulestore.fast_log import FastOutbox
-from ggmodules.storage.modulestore.lineage import read_threads
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, not_a_holder, require_agent, store_row
 from ggmodules.storage.modulestore.reading import contents_of
 
@@ -54,6 +57,9 @@ def call_tool(conn: Connection, outbox: FastOutbox, run_id: str, agent_id: str, 
             metadata={"kind": call.kind.word, "tool": call.tool.name},
         )
     row, read_set_id = stores[0]
+    if call.searches:
+        search = search_of(call, row.store_id)
+        return found(archive_index.search(conn, run_id, row.store_id, row.head_seq, search))
     written = writing.write(conn, outbox, run_id, agent_id, row.store_id, call.op) if call.op else None
     if not call.needs_contents:
         return result_of(call, ArchiveContents(), written)
@@ -63,8 +69,32 @@ def call_tool(conn: Connection, outbox: FastOutbox, run_id: str, agent_id: str, 
 
 
 def search_archive(
-    conn: Connection, run_id: str, agent_id: str, store_id: str, query: str, limit: int
-) -> list[ArchivedThread]:
+    conn: Connection,
+    run_id: str,
+    agent_id: str,
+    store_id: str,
+    search: ArchiveSearch,
+    query_vector: Sequence[float] = (),
+    model: str = "",
+) -> SearchPage:
+    row = _searchable(conn, run_id, agent_id, store_id)
+    return archive_index.search(conn, run_id, store_id, row.head_seq, search, query_vector, model)
+
+
+def unembedded(
+    conn: Connection, run_id: str, agent_id: str, store_id: str, model: str, limit: int
+) -> list[tuple[str, int, str]]:
+    """Up to `limit` threads the store holds with no vector of `model`: (store_id, seq, text to embed)."""
+    row = _searchable(conn, run_id, agent_id, store_id)
+    segs = archive_index.searched(conn, run_id, store_id, row.head_seq, 0)
+    return [
+        (r.store_id, r.seq, thread_text(r.title, [content for _, content in json.loads(r.messages)]))
+        for r in (vectors.unembedded(conn, run_id, segs, model, limit) if segs else [])
+    ]
+
+
+def _searchable(conn: Connection, run_id: str, agent_id: str, store_id: str) -> Any:
+    """The store's row, once the agent is known to hold it and it is an archive."""
     row = store_row(conn, run_id, store_id, agent_id)
     if not any(r.store_id == store_id for r, _ in held(conn, run_id, agent_id)):
         raise not_a_holder(conn, run_id, agent_id, store_id)
@@ -74,4 +104,4 @@ def search_archive(
             reason=Reason.WRONG_KIND,
             metadata={"store_id": store_id},
         )
-    return archive.search(read_threads(conn, run_id, store_id), query, limit)
+    return row

@@ -6,15 +6,15 @@ entry. Methods taking a `Connection` are the steps a mutation is built from.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
 from ggmodules.core.modules.binding import BindPlan, RosterRow
-from ggmodules.core.modules.contents import ArchivedThread
 from ggmodules.core.modules.handover import HandoverPlan, KindResult
 from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
@@ -24,6 +24,7 @@ from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, writing
+from ggmodules.storage.modulestore.archive_index import vectors
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
@@ -86,9 +87,27 @@ class ModuleStoreRepository:
         return self.read(lambda c: agent_reads.render_prompt(c, run_id, agent_id))
 
     def search_archive(
-        self, run_id: str, agent_id: str, store_id: str, query: str, limit: int
-    ) -> list[ArchivedThread]:
-        return self.read(lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, query, limit))
+        self,
+        run_id: str,
+        agent_id: str,
+        store_id: str,
+        search: ArchiveSearch,
+        query_vector: Sequence[float] = (),
+        model: str = "",
+    ) -> SearchPage:
+        return self.read(
+            lambda c: agent_reads.search_archive(c, run_id, agent_id, store_id, search, query_vector, model)
+        )
+
+    def unembedded(
+        self, run_id: str, agent_id: str, store_id: str, model: str, limit: int
+    ) -> list[tuple[str, int, str]]:
+        return self.read(lambda c: agent_reads.unembedded(c, run_id, agent_id, store_id, model, limit))
+
+    def save_vectors(self, run_id: str, model: str, rows: Sequence[tuple[str, int, bytes]]) -> None:
+        """Thread embeddings: derived data, written outside any mutation (no event, no request id)."""
+        with self.transactions.begin() as conn:
+            vectors.save(conn, run_id, model, rows)
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         return self.read(lambda c: self.outbox.read(c, after, limit, run_id))

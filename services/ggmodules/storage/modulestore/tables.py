@@ -4,7 +4,7 @@ through the parent chain up to `parent_limit`, so a fork inserts one store row w
 
 from __future__ import annotations
 
-from sqlalchemy import Column, Index, Text
+from sqlalchemy import Column, Index, LargeBinary, Text
 from sqlmodel import Field, SQLModel
 
 from ggmodules.storage.columns import SEQ, seq_field
@@ -63,6 +63,21 @@ class MsArchivedThread(SQLModel, table=True):
     title: str = Field(sa_column=Column(Text, nullable=False))
     # JSON list of [role, content].
     messages: str = Field(sa_column=Column(Text, nullable=False))
+
+
+class MsArchiveVector(SQLModel, table=True):
+    """An archived thread's embedding under one model, for semantic search: derived from the thread, filled
+    when a semantic search first meets it. Keyed like the thread, so a fork reads its parent's."""
+
+    __tablename__ = "ms_archive_vectors"
+    __table_args__ = CLUSTERED
+
+    run_id: str = Field(primary_key=True)
+    store_id: str = Field(primary_key=True)
+    seq: int = Field(primary_key=True)
+    model: str = Field(primary_key=True)
+    # float32 values, little-endian, unit length.
+    vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))
 
 
 class MsCounter(SQLModel, table=True):
@@ -158,6 +173,7 @@ TABLES = [
         MsStore,
         MsMessage,
         MsArchivedThread,
+        MsArchiveVector,
         MsCounter,
         MsNamed,
         MsAgent,

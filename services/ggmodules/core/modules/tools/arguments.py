@@ -58,6 +58,8 @@ def _check(value: Any, schema: Schema, path: str, problems: list[tuple[str, str]
             problems.append((path, "must be a string"))
         elif "enum" in schema and value not in schema["enum"]:
             problems.append((path, f"must be one of {', '.join(schema['enum'])}"))
+        elif len(value) > schema.get("maxLength", len(value)):
+            problems.append((path, f"is longer than {schema['maxLength']} characters"))
         elif "pattern" in schema and not re.fullmatch(schema["pattern"].strip("^$"), value):
             problems.append((path, f"must match {schema['pattern']}"))
 

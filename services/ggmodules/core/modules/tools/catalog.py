@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ggmodules.core.kinds import Kind
+from ggmodules.core.modules.archive_query import MAX_QUERY_CHARS
 from ggmodules.core.modules.values import IssueStatus, TaskStatus
 
 Schema = dict[str, Any]
@@ -210,16 +211,26 @@ TOOLS: tuple[ToolDefinition, ...] = (
     ToolDefinition(
         Kind.ARCHIVE,
         "search_archive",
-        "Find archived threads whose title or messages contain every word of the query.",
+        "Search your archived threads. Best match first (a match in the title counts double; ties go to "
+        "the newer thread), each with a score and a snippet whose matched words are in **bold**. Query "
+        "language: every word must match, in any English form (migrations finds migration); \"a phrase\" "
+        "matches the words in that order; migrat* matches a prefix; upgrade OR downgrade matches either "
+        "(OR binds tighter than AND); -word leaves out threads containing it. Case and punctuation do not "
+        "matter, and common words (the, of, how) outside quotes are ignored. For more results pass "
+        "next_page_token back as page_token with the same query.",
         _obj(
             ["query"],
-            query=_str("Words to look for."),
+            query=_str(
+                'Up to 32 terms, e.g. `alembic "upgrade failed" -flaky` or `deploy* rollback OR revert`.',
+                maxLength=MAX_QUERY_CHARS,
+            ),
             limit={
                 "type": "integer",
                 "minimum": 1,
                 "maximum": 50,
                 "description": "At most this many threads (default 5).",
             },
+            page_token=_str("next_page_token of the previous result: the next threads of the same query."),
         ),
         False,
     ),

@@ -7,9 +7,9 @@ from typing import Any
 
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, NotFound, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules import archive, ops
+from ggmodules.core.modules import ops
+from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage, plan_search
 from ggmodules.core.modules.contents import (
-    ArchiveContents,
     ArchivedThread,
     BoardContents,
     Contents,
@@ -42,7 +42,12 @@ class ToolCall:
     @property
     def needs_contents(self) -> bool:
         """Whether the result reads the store (after the write, for a write)."""
-        return self.tool.name not in _RESULT_FROM_WRITE
+        return self.tool.name not in _RESULT_FROM_WRITE and not self.searches
+
+    @property
+    def searches(self) -> bool:
+        """Whether the result is a search of the store's index (`search_of`, `found`), not its contents."""
+        return self.tool.name == "search_archive"
 
 
 # Writes whose result is what the write itself returned.
@@ -144,10 +149,21 @@ def result_of(call: ToolCall, contents: Contents, written: WriteResult | None) -
             return {"name": skill.name, "body": skill.body}
         case "archive_thread", _ if written is not None:
             return {"thread_id": written.thread_id}
-        case "search_archive", ArchiveContents():
-            found = archive.search(list(contents.threads), a["query"], int(a.get("limit", 5)))
-            return {"threads": [_thread(t) for t in found]}
     return {"ok": True}
+
+
+def search_of(call: ToolCall, store_id: str) -> ArchiveSearch:
+    """The search a `search_archive` call asks of the caller's archive store."""
+    a = call.args
+    return plan_search(store_id, a["query"], int(a.get("limit", 5)), a.get("page_token", ""))
+
+
+def found(page: SearchPage) -> Result:
+    """A `search_archive` result: the threads best first, each with its score and snippet."""
+    return {
+        "threads": [{**_thread(h.thread), "score": h.score, "snippet": h.snippet} for h in page.hits],
+        "next_page_token": page.next_page_token,
+    }
 
 
 def _task(t: Task) -> Result:
