@@ -2,6 +2,10 @@
 
 Nothing here is mocked: each service is the real grpc.aio server over a real database (a SQLite file, or
 a fresh PostgreSQL database when `GGMODULES_TEST_POSTGRES_URL` is set).
+
+Every backend-dependent test is parametrised over `BACKENDS`, both always: without a PostgreSQL URL the
+PostgreSQL case of each is reported as skipped, with the reason, so a run's summary shows what it did not
+cover instead of leaving it out silently.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+import pytest
 import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -34,7 +39,13 @@ from ggmodules.runtime.server import RunningServer, start_server
 
 T = TypeVar("T")
 POSTGRES_URL = os.environ.get("GGMODULES_TEST_POSTGRES_URL", "")
-BACKENDS = ["sqlite", *(["postgres"] if POSTGRES_URL else [])]
+NO_POSTGRES = "GGMODULES_TEST_POSTGRES_URL not set: the PostgreSQL case is not run"
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param(
+        "postgres", id="postgres", marks=pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
+    ),
+]
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -23,6 +23,7 @@ from tests.modulestore.plans import (
     new_run,
     open_agent,
     refusal,
+    spawn_agent,
     write,
 )
 
@@ -58,8 +59,11 @@ def test_r47_write_by_an_agent_that_does_not_hold_the_store(modulestore: Stub, a
 
 def test_r47_write_by_a_read_only_holder(modulestore: Stub) -> None:
     run = new_run()
-    owner = open_agent(modulestore, run, "coder-0", scope=c.MEMORY_SCOPE_AGENT)
-    reader = open_agent(modulestore, run, "coder-1", scope=c.MEMORY_SCOPE_AGENT, memories_read_only=True)
+    owner = open_agent(modulestore, run, "coder-0")
+    # A subagent whose profile inherits the parent's memories read-only.
+    reader = spawn_agent(
+        modulestore, owner, "reader-0", scope=c.MEMORY_SCOPE_INHERITED, memories_read_only=True
+    )
     assert reader[c.KIND_MEMORIES] == owner[c.KIND_MEMORIES] and not reader.roster[c.KIND_MEMORIES].may_write
     code, reason, _ = refused_unchanged(
         modulestore,

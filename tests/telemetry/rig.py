@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib
 import queue
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -27,6 +28,11 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from tests.harness import InProcessService, LoopThread, ServiceProcess, drop_database, new_database_url
 
 DEADLINE = 15.0
+# For a run of events taken together (`events`, `until`): one deadline for all of them.
+SPAN = 30.0
+# The longest any one subscription is read, however its items are taken (a loop over heartbeats included):
+# past it a take fails, well before the pytest timeout.
+BUDGET = 60.0
 
 
 class InProcessTelemetry:
@@ -180,10 +186,13 @@ class StreamEnded(Exception):
 
 
 class Subscription:
-    """A Subscribe stream drained by a thread into a queue; the test takes items with a deadline."""
+    """A Subscribe stream drained by a thread into a queue; the test takes items with a deadline, and no
+    take goes past the subscription's budget (BUDGET seconds after it started)."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, budget: float = BUDGET) -> None:
         self._call = call
+        self._budget = budget
+        self._expires = time.monotonic() + budget
         self._items: queue.Queue[tel.SubscribeResponse | StreamEnded] = queue.Queue()
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
@@ -197,38 +206,53 @@ class Subscription:
             self._items.put(StreamEnded(err))
 
     def next(self, deadline: float = DEADLINE) -> tel.SubscribeResponse:
+        """The next item, heartbeats included, within `deadline` seconds."""
+        return self._take(time.monotonic() + deadline, deadline)
+
+    def _take(self, until: float, deadline: float) -> tel.SubscribeResponse:
         try:
-            item = self._items.get(timeout=deadline)
+            item = self._items.get(timeout=max(0.0, min(until, self._expires) - time.monotonic()))
         except queue.Empty:
+            if time.monotonic() >= self._expires:
+                raise AssertionError(f"the subscription was read for its whole {self._budget}s budget") from None
             raise AssertionError(f"no stream item within {deadline}s") from None
         if isinstance(item, StreamEnded):
             raise item
         return item
 
     def next_event(self, deadline: float = DEADLINE) -> tuple[int, event_pb2.Event]:
-        """The next event (cursor, envelope), passing over heartbeats."""
+        """The next event (cursor, envelope), passing over heartbeats. The deadline is absolute: heartbeats
+        do not extend it, so a missing event fails here instead of at the pytest timeout."""
+        return self._next_event(time.monotonic() + deadline, deadline)
+
+    def _next_event(self, until: float, deadline: float) -> tuple[int, event_pb2.Event]:
         while True:
-            item = self.next(deadline)
+            item = self._take(until, deadline)
             if item.WhichOneof("item") == "event":
                 return item.event.cursor, item.event.event
 
-    def events(self, n: int) -> list[tuple[int, event_pb2.Event]]:
-        return [self.next_event() for _ in range(n)]
+    def events(self, n: int, deadline: float = SPAN) -> list[tuple[int, event_pb2.Event]]:
+        """The next `n` events, all within `deadline` seconds."""
+        until = time.monotonic() + deadline
+        return [self._next_event(until, deadline) for _ in range(n)]
 
-    def until(self, done: Any) -> list[tuple[int, event_pb2.Event]]:
-        """Events up to and including the first for which `done(event)` holds."""
+    def until(self, done: Any, deadline: float = SPAN) -> list[tuple[int, event_pb2.Event]]:
+        """Events up to and including the first for which `done(event)` holds, all within `deadline`
+        seconds."""
+        end = time.monotonic() + deadline
         got = []
         while True:
-            cursor, ev = self.next_event()
+            cursor, ev = self._next_event(end, deadline)
             got.append((cursor, ev))
             if done(ev):
                 return got
 
     def error(self, deadline: float = DEADLINE) -> grpc.RpcError:
-        """The error that ends the stream (items before it are passed over)."""
+        """The error that ends the stream within `deadline` seconds (items before it are passed over)."""
+        end = time.monotonic() + deadline
         while True:
             try:
-                self.next(deadline)
+                self._take(end, deadline)
             except StreamEnded as ended:
                 assert ended.error is not None, "the stream ended without an error"
                 return ended.error
