@@ -212,6 +212,16 @@ def processes(*specs: tuple[str, tuple[str, ...]]) -> Iterator[list[ServiceProce
                 p.kill()
 
 
+def error_metadata(err: grpc.RpcError) -> dict[str, str]:
+    """The ErrorInfo metadata of a refusal: the machine-readable particulars (which agent, which store)."""
+    st = rpc_status.from_call(err)
+    for d in st.details if st is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if d.Unpack(info):
+            return dict(info.metadata)
+    return {}
+
+
 def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:
     """The code and ErrorInfo reason of a refusal."""
     st = rpc_status.from_call(err)

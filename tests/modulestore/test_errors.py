@@ -1,4 +1,4 @@
-"""Bad input (R47, R48, R50): each refusal is a specific status with an ErrorInfo reason, and it changes
+"""Bad input (R47, R48): each refusal is a specific status with an ErrorInfo reason, and it changes
 nothing: the store reads the same and no event was appended."""
 
 from __future__ import annotations
@@ -226,8 +226,15 @@ def test_r47_source_of_the_wrong_kind(modulestore: Stub, agent: Agent) -> None:
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
 
 
-def test_r50_a_run_sees_only_its_own_stores(modulestore: Stub, agent: Agent) -> None:
-    """Store ids repeat across runs; an agent of another run opens nothing here."""
+def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_it_names(
+    modulestore: Stub, agent: Agent
+) -> None:
+    """Store ids count per run (R34), so they repeat across runs: a write names its run and changes only that
+    run's store; an agent id the named run does not have is refused, changing nothing (R47, R48).
+
+    Not R50: an agent id that exists in both runs passes for the agent of whichever run a request names,
+    since nothing yet proves who is calling (no credential); R50's "a credential for one run opens nothing
+    in another" waits for credentials."""
     stranger = open_agent(modulestore, new_run(), "coder-0")
     assert stranger[c.KIND_HISTORY] == agent[c.KIND_HISTORY]
     append(modulestore, stranger, "elsewhere")

@@ -214,7 +214,7 @@ class Subscription:
             item = self._items.get(timeout=max(0.0, min(until, self._expires) - time.monotonic()))
         except queue.Empty:
             if time.monotonic() >= self._expires:
-                raise AssertionError(f"the subscription was read for its whole {self._budget}s budget") from None
+                raise AssertionError(f"subscription read for its whole {self._budget}s budget") from None
             raise AssertionError(f"no stream item within {deadline}s") from None
         if isinstance(item, StreamEnded):
             raise item
