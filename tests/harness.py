@@ -34,6 +34,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from ggmodules.cli.main import SERVICES
+from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.server import RunningServer, start_server
 
@@ -114,11 +115,33 @@ class InProcessService:
         self.loop.run(self.running.stop(0.5))
 
 
+class InProcessTelemetry:
+    """Telemetry on port 0 in a loop thread, following the ModuleStore and Registry its config names, with a
+    chosen retention (default: its setting)."""
+
+    def __init__(self, loop: LoopThread, config: ServiceConfig, retention: Retention | None = None) -> None:
+        self.loop = loop
+        build = importlib.import_module("ggmodules.server.telemetry.app").build_service
+        log = structlog.get_logger().bind(service="telemetry")
+
+        async def _start() -> RunningServer:
+            return await start_server(build(config, log, retention=retention), config.host, 0, log)
+
+        self.running = loop.run(_start())
+        self.address = self.running.address
+
+    def stop(self) -> None:
+        self.loop.run(self.running.stop(0.5))
+
+
 class Suite:
-    """ModuleStore, Registry and Transfer, started in-process against one backend."""
+    """ModuleStore, Registry and Transfer, started in-process against one backend; Telemetry, following
+    them, started the first time a test asks for it (`telemetry`)."""
 
     def __init__(self, backend: str, directory: Path) -> None:
         self.backend = backend
+        self.directory = directory
+        self._telemetry: InProcessTelemetry | None = None
         self.loop = LoopThread()
         names = ("modulestore", "registry", "transfer")
         self.urls = {name: new_database_url(backend, name, directory) for name in names}
@@ -147,6 +170,23 @@ class Suite:
         )
         self._channels: list[grpc.Channel] = []
 
+    @property
+    def telemetry(self) -> InProcessTelemetry:
+        """Telemetry following this suite's ModuleStore and Registry (it catches up on what they already
+        hold when it starts)."""
+        if self._telemetry is None:
+            self.urls["telemetry"] = new_database_url(self.backend, "telemetry", self.directory)
+            config = ServiceConfig(
+                service="telemetry",
+                port=0,
+                log_level="warning",
+                database_url=self.urls["telemetry"],
+                modulestore_address=self.modulestore.address,
+                registry_address=self.registry.address,
+            )
+            self._telemetry = InProcessTelemetry(self.loop, config)
+        return self._telemetry
+
     def channel(self, address: str) -> grpc.Channel:
         ch = grpc.insecure_channel(address)
         self._channels.append(ch)
@@ -155,6 +195,8 @@ class Suite:
     def close(self) -> None:
         for ch in self._channels:
             ch.close()
+        if self._telemetry is not None:
+            self._telemetry.stop()
         self.transfer.stop()
         self.registry.stop()
         self.modulestore.stop()

@@ -3,7 +3,6 @@ and subscriptions read item by item with a deadline (never a sleep)."""
 
 from __future__ import annotations
 
-import importlib
 import queue
 import threading
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import structlog
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import Retention
@@ -22,10 +20,16 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.runtime.config import ServiceConfig
-from ggmodules.runtime.server import RunningServer, start_server
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
-from tests.harness import InProcessService, LoopThread, ServiceProcess, drop_database, new_database_url
+from tests.harness import (
+    InProcessService,
+    InProcessTelemetry,
+    LoopThread,
+    ServiceProcess,
+    drop_database,
+    new_database_url,
+)
 
 DEADLINE = 15.0
 # For a run of events taken together (`events`, `until`): one deadline for all of them.
@@ -33,24 +37,6 @@ SPAN = 30.0
 # The longest any one subscription is read, however its items are taken (a loop over heartbeats included):
 # past it a take fails, well before the pytest timeout.
 BUDGET = 60.0
-
-
-class InProcessTelemetry:
-    """Telemetry on port 0 in the rig's loop, with a chosen retention."""
-
-    def __init__(self, loop: LoopThread, config: ServiceConfig, retention: Retention | None) -> None:
-        self.loop = loop
-        build = importlib.import_module("ggmodules.server.telemetry.app").build_service
-        log = structlog.get_logger().bind(service="telemetry")
-
-        async def _start() -> RunningServer:
-            return await start_server(build(config, log, retention=retention), config.host, 0, log)
-
-        self.running = loop.run(_start())
-        self.address = self.running.address
-
-    def stop(self) -> None:
-        self.loop.run(self.running.stop(0.5))
 
 
 class Rig:
