@@ -204,7 +204,7 @@ def test_r48_a_refused_bind_binds_nothing(modulestore: Stub, agent: Agent) -> No
     assert (again[c.KIND_HISTORY], again[c.KIND_TASKS]) == ("history-1", "tasks-1")
 
 
-def test_r48_rebinding_an_agent_is_refused(modulestore: Stub, agent: Agent) -> None:
+def test_r36_r48_rebinding_an_agent_is_refused_and_changes_nothing(modulestore: Stub, agent: Agent) -> None:
     code, reason, _ = refused_unchanged(
         modulestore, agent, c.KIND_HISTORY, lambda: open_agent(modulestore, agent.run_id, agent.agent_id)
     )
@@ -237,10 +237,14 @@ def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_i
     in another" waits for credentials."""
     stranger = open_agent(modulestore, new_run(), "coder-0")
     assert stranger[c.KIND_HISTORY] == agent[c.KIND_HISTORY]
+    mine, outbox = contents(modulestore, agent, c.KIND_HISTORY), events(modulestore, agent.run_id)
     append(modulestore, stranger, "elsewhere")
-    assert [m.content for m in contents(modulestore, agent, c.KIND_HISTORY).contents.history.messages] == [
-        "hello"
-    ]
+    # This run's store of the same id reads exactly as before (contents and figures), its outbox too.
+    assert contents(modulestore, agent, c.KIND_HISTORY) == mine
+    assert [m.content for m in mine.contents.history.messages] == ["hello"]
+    assert events(modulestore, agent.run_id) == outbox
+    theirs = contents(modulestore, stranger, c.KIND_HISTORY).contents.history
+    assert [m.content for m in theirs.messages] == ["elsewhere"]
     code, reason, _ = refused_unchanged(
         modulestore,
         agent,
