@@ -2,6 +2,10 @@
 
 Nothing here is mocked: each service is the real grpc.aio server over a real database (a SQLite file, or
 a fresh PostgreSQL database when `GGMODULES_TEST_POSTGRES_URL` is set).
+
+Every backend-dependent test is parametrised over `BACKENDS`, both always: without a PostgreSQL URL the
+PostgreSQL case of each is reported as skipped, with the reason, so a run's summary shows what it did not
+cover instead of leaving it out silently.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import grpc
+import pytest
 import structlog
 from google.rpc import error_details_pb2
 from grpc_status import rpc_status
@@ -29,13 +34,20 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from ggmodules.cli.main import SERVICES
+from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.server import RunningServer, start_server
 
 T = TypeVar("T")
 POSTGRES_URL = os.environ.get("GGMODULES_TEST_POSTGRES_URL", "")
-BACKENDS = ["sqlite", *(["postgres"] if POSTGRES_URL else [])]
+NO_POSTGRES = "GGMODULES_TEST_POSTGRES_URL not set: the PostgreSQL case is not run"
+BACKENDS = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param(
+        "postgres", id="postgres", marks=pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
+    ),
+]
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -104,11 +116,44 @@ class InProcessService:
         self.loop.run(self.running.stop(0.5))
 
 
+class InProcessTelemetry:
+    """Telemetry on port 0 in a loop thread, following the ModuleStore and Registry its config names, with a
+    chosen retention (default: its setting)."""
+
+    def __init__(
+        self,
+        loop: LoopThread,
+        config: ServiceConfig,
+        retention: Retention | None = None,
+        recent_bytes: int | None = None,
+    ) -> None:
+        self.loop = loop
+        build = importlib.import_module("ggmodules.server.telemetry.app").build_service
+        log = structlog.get_logger().bind(service="telemetry")
+
+        async def _start() -> RunningServer:
+            service = build(config, log, retention=retention, recent_bytes=recent_bytes)
+            return await start_server(service, config.host, 0, log)
+
+        self.running = loop.run(_start())
+        self.address = self.running.address
+
+    @property
+    def repository(self) -> Any:
+        return self.running.service.extra["repository"]
+
+    def stop(self) -> None:
+        self.loop.run(self.running.stop(0.5))
+
+
 class Suite:
-    """ModuleStore, Registry and Transfer, started in-process against one backend."""
+    """ModuleStore, Registry and Transfer, started in-process against one backend; Telemetry, following
+    them, started the first time a test asks for it (`telemetry`)."""
 
     def __init__(self, backend: str, directory: Path) -> None:
         self.backend = backend
+        self.directory = directory
+        self._telemetry: InProcessTelemetry | None = None
         self.loop = LoopThread()
         names = ("modulestore", "registry", "transfer")
         self.urls = {name: new_database_url(backend, name, directory) for name in names}
@@ -137,6 +182,23 @@ class Suite:
         )
         self._channels: list[grpc.Channel] = []
 
+    @property
+    def telemetry(self) -> InProcessTelemetry:
+        """Telemetry following this suite's ModuleStore and Registry (it catches up on what they already
+        hold when it starts)."""
+        if self._telemetry is None:
+            self.urls["telemetry"] = new_database_url(self.backend, "telemetry", self.directory)
+            config = ServiceConfig(
+                service="telemetry",
+                port=0,
+                log_level="warning",
+                database_url=self.urls["telemetry"],
+                modulestore_address=self.modulestore.address,
+                registry_address=self.registry.address,
+            )
+            self._telemetry = InProcessTelemetry(self.loop, config)
+        return self._telemetry
+
     def channel(self, address: str) -> grpc.Channel:
         ch = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
         self._channels.append(ch)
@@ -145,6 +207,8 @@ class Suite:
     def close(self) -> None:
         for ch in self._channels:
             ch.close()
+        if self._telemetry is not None:
+            self._telemetry.stop()
         self.transfer.stop()
         self.registry.stop()
         self.modulestore.stop()
@@ -200,6 +264,16 @@ def processes(*specs: tuple[str, tuple[str, ...]]) -> Iterator[list[ServiceProce
         for p in reversed(started):
             if p.proc.poll() is None:
                 p.kill()
+
+
+def error_metadata(err: grpc.RpcError) -> dict[str, str]:
+    """The ErrorInfo metadata of a refusal: the machine-readable particulars (which agent, which store)."""
+    st = rpc_status.from_call(err)
+    for d in st.details if st is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if d.Unpack(info):
+            return dict(info.metadata)
+    return {}
 
 
 def status_of(err: grpc.RpcError) -> tuple[grpc.StatusCode, str]:

@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // One short agent session against a Registry and a ModuleStore, printed as JSON lines on stdout:
-// create a run, open an instance, write its window, tasks and board, render its prompt, then provoke one
-// refusal (a second system prompt, R9) and report its code and reason.
+// create a run, open an instance, write its window, tasks and board, fork it and let the copy add a task
+// and a board issue (R11: its own task list, numbering on; R14: the one board), render the original's
+// prompt, then provoke one refusal (a second system prompt, R9) and report its code and reason.
 //
 //   node clients/node/session.js --registry HOST:PORT --modulestore HOST:PORT [--deadline-ms N]
 //
@@ -70,6 +71,31 @@ async function session(client) {
   const newIssue = { prefix: "GG", title: "Release 0.1", body: "Tracks the release." };
   const issue = await modulestore.write({ ...at(storeOf(roster, "KIND_BOARD")), create_issue: newIssue });
   emit({ step: "create_issue", store_id: issue.store_id, issue_id: issue.issue_id, ...newIssue });
+
+  const forked = await registry.forkInstance({ run_id: run.run_id, agent_id: instance.agent_id });
+  const copy = forked.instance;
+  emit({ step: "fork_instance", agent_id: copy.agent_id, roster: copy.roster });
+
+  const asCopy = (store_id) => ({ run_id: run.run_id, agent_id: copy.agent_id, store_id });
+  const copyTask = { title: "Tag the release" };
+  const copyIssue = { prefix: "GG", title: "Announce 0.1" };
+  const addedTask = await modulestore.write({
+    ...asCopy(storeOf(copy.roster, "KIND_TASKS")),
+    create_task: copyTask,
+  });
+  const addedIssue = await modulestore.write({
+    ...asCopy(storeOf(copy.roster, "KIND_BOARD")),
+    create_issue: copyIssue,
+  });
+  emit({
+    step: "copy_writes",
+    task_store_id: addedTask.store_id,
+    task_id: addedTask.task_id,
+    task_title: copyTask.title,
+    issue_store_id: addedIssue.store_id,
+    issue_id: addedIssue.issue_id,
+    issue_title: copyIssue.title,
+  });
 
   const rendered = await modulestore.renderPrompt({ run_id: run.run_id, agent_id: instance.agent_id });
   emit({ step: "render_prompt", contributions: rendered.contributions });

@@ -11,12 +11,13 @@ from pathlib import Path
 import grpc
 import pytest
 
+from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
-from ggmodules.telemetry.v1 import telemetry_service_pb2 as tpb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.console.runs import Run, Stubs, full, module, profile
+from tests.console.text import agent_rows, section
 from tests.harness import ROOT, ServiceProcess, processes
 
 
@@ -32,19 +33,6 @@ def services(tmp_path: Path) -> Iterator[list[ServiceProcess]]:
             yield [ms, reg, tel]
 
 
-def _wait_for(telemetry: str, run_id: str, stored: int) -> None:
-    """Reads the run's stream until Telemetry holds `stored` of its events."""
-    with grpc.insecure_channel(telemetry) as channel:
-        stub = telemetry_service_pb2_grpc.TelemetryServiceStub(channel)
-        stream = stub.Subscribe(tpb.SubscribeRequest(run_id=run_id, heartbeat_ms=100), timeout=30)
-        seen = 0
-        for item in stream:
-            seen += item.WhichOneof("item") == "event"
-            if seen >= stored:
-                stream.cancel()
-                return
-
-
 def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
     services: list[ServiceProcess],
 ) -> None:
@@ -53,12 +41,13 @@ def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
         registry_service_pb2_grpc.RegistryServiceStub(grpc.insecure_channel(reg.address)),
         modulestore_service_pb2_grpc.ModuleStoreServiceStub(grpc.insecure_channel(ms.address)),
         transfer_service_pb2_grpc.TransferServiceStub(grpc.insecure_channel(ms.address)),  # not called
+        telemetry_service_pb2_grpc.TelemetryServiceStub(grpc.insecure_channel(tel.address)),
     )
     run = Run.create(None, full("planner"), profile("coder", tasks=module()), stubs=stubs)
     a = run.open("planner")
     coder = run.spawn(a, "coder")
     run.say(a, "hello from the planner")
-    _wait_for(tel.address, run.run_id, len(run.events()))
+    run.settle()
     out = subprocess.run(
         [sys.executable, "-m", "ggmodules.cli.main", "console", run.run_id, "--once",
          "--telemetry-address", tel.address],
@@ -69,10 +58,15 @@ def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
     assert [line for line in text.splitlines() if line.startswith("== ")] == [
         "== Instances ==", "== Modules ==", "== Agents ==",
     ]
-    assert f"{a}  [planner, open, running]" in text and f"subagents: {coder}" in text
-    assert "turn 1 #1 user: hello from the planner" in text
-    assert "board: 1 stores · 2 holders · 2 running · 1 shared (widest 2)" in text
-    assert "  board     run-global    board-0" in text
+    instances = section(text, "Instances")
+    assert instances[0].split()[0] == a and "running" in instances[0] and f"  subagents: {coder}" in instances
+    assert any(line.split()[:2] == ["turn", "1"] and line.endswith("user: hello from the planner")
+               for line in instances)
+    board = next(line for line in section(text, "Modules") if line.startswith("board:"))
+    assert [part.strip() for part in board.split("·")][:4] == [
+        "board: 1 stores", "2 holders", "2 running", "1 shared (widest 2)",
+    ]
+    assert agent_rows(text)[("planner", "board")] == ("run-global", [run.store(a, Kind.BOARD)])
 
 
 def test_console_reports_an_unknown_run_and_exits_non_zero(services: list[ServiceProcess]) -> None:

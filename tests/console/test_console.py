@@ -1,121 +1,162 @@
-"""The console as Telemetry serves it (the Inspect RPCs' answers) and as a person reads it (text)."""
+"""The console as Telemetry serves it (the Inspect RPCs' answers, after ReportTurn) and as a person reads it
+(the text the `ggmodules console` command prints from Telemetry's stream)."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Sequence
+import re
 
+import grpc
 import pytest
 
 from ggmodules.cli.console import follow, telemetry_address
 from ggmodules.cli.console_text import LINK, render
 from ggmodules.common.v1 import common_pb2 as S
-from ggmodules.common.v1 import event_pb2
 from ggmodules.core.console import ConsoleModel, fold
-from ggmodules.core.errors import NotFound, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.server.telemetry.console import Console
+from ggmodules.server.telemetry.console import Console, repository_loader
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire.console import events_from
-from tests.console.runs import Run, full, module, profile
-from tests.harness import Suite
+from tests.console.runs import Run, full, measured, module, profile
+from tests.console.text import agent_rows, module_lines, section, text_of
+from tests.harness import Suite, error_metadata, status_of
 
 
-def _stored(events: Sequence[event_pb2.Event]) -> list[tel.StreamEvent]:
-    """As Telemetry's log serves them: cursors with gaps (other runs' events in between)."""
-    return [tel.StreamEvent(cursor=10 * i, event=e) for i, e in enumerate(events, 1)]
-
-
-def _console(by_run: dict[str, list[tel.StreamEvent]]) -> Console:
-    async def load(run_id: str, after: int) -> list[tel.StreamEvent]:
-        return [e for e in by_run.get(run_id, []) if e.cursor > after]
-
-    return Console(load)
-
-
-def test_r37_r42_r44_r45_inspect_rpcs_answer_the_folded_views_with_the_log_cursor(suite: Suite) -> None:
+def test_r37_r42_r43_r44_r45_the_inspect_rpcs_answer_the_views_with_reported_costs(suite: Suite) -> None:
     run = Run.create(suite, full("planner", scope=S.MEMORY_SCOPE_AGENT), profile("coder", tasks=module()))
     a = run.open("planner")
     b = run.open("planner")
     coder = run.spawn(a, "coder")
     run.pad(b, "notes")
-    stored = _stored([*run.events(), run.turn(a, 1, memories=5), run.turn(b, 1, memories=6)])
-    console = _console({run.run_id: stored})
+    run.report(a, 1, memories=5)
+    last = run.report(b, 1, memories=6)
+    views = run.views()
 
-    instances = asyncio.run(console.inspect_instances(pb.InspectInstancesRequest(run_id=run.run_id)))
-    assert instances.cursor == stored[-1].cursor and instances.modules_view
-    assert [f.agent_id for f in instances.instances] == [a, b, coder]
-    memories = next(m for m in instances.instances[1].modules if m.path == "modules/memories")
-    assert memories.strip.shared and memories.strip.link_count == 2
-    assert memories.strip.cost_all_holders.measured_tokens == 11
-    assert memories.strip.co_holders[0].agent_id == a
+    assert views.instances.cursor == views.modules.cursor == views.agents.cursor == last
+    assert views.instances.modules_view
+    assert [f.agent_id for f in views.instances.instances] == [a, b, coder]
+    memories = views.file(b, Kind.MEMORIES).strip
+    assert memories.shared and memories.link_count == 2
+    assert (memories.cost_this_window, memories.cost_all_holders) == (measured(6), measured(11))
+    assert [c.agent_id for c in memories.co_holders] == [a]
 
-    modules = asyncio.run(console.inspect_modules(pb.InspectModulesRequest(run_id=run.run_id)))
-    assert [o.kind for o in modules.kinds] == [k for k in S.Kind.values() if k != S.KIND_UNSPECIFIED]
-    history = modules.kinds[0]
-    assert history.never_written.WhichOneof("value") == "withheld"
-    assert modules.kinds[-1].cost_per_turn.WhichOneof("value") == "none_by_construction"
-    assert modules.kinds[1].cost_per_turn.measured_tokens == 11
+    assert [o.kind for o in views.modules.kinds] == [k for k in S.Kind.values() if k != S.KIND_UNSPECIFIED]
+    assert views.overview(Kind.HISTORY).never_written.WhichOneof("value") == "withheld"
+    assert views.overview(Kind.ARCHIVE).cost_per_turn.WhichOneof("value") == "none_by_construction"
+    assert views.overview(Kind.MEMORIES).cost_per_turn == measured(11)
 
-    agents = asyncio.run(console.inspect_agents(pb.InspectAgentsRequest(run_id=run.run_id)))
-    planner = agents.profiles[0]
-    row = next(r for r in planner.modules if r.kind == S.KIND_MEMORIES)
-    assert row.badge == tel.BADGE_AGENT_SCOPED and row.inline_contents.memories.entries[0].body == "notes"
+    row = views.row("planner", Kind.MEMORIES)
+    assert row.badge == tel.BADGE_AGENT_SCOPED
+    assert [e.body for e in row.inline_contents.memories.entries] == ["notes"]
 
-    store_id = run.store(a, Kind.MEMORIES)
-    request = pb.GetStoreDetailRequest(run_id=run.run_id, store_id=store_id)
-    detail = asyncio.run(console.get_store_detail(request))
-    assert [h.agent_id for h in detail.detail.holders] == [a, b]
-    assert detail.detail.summed_live_cost.measured_tokens == 11
-    assert detail.detail.contents.memories.entries[0].body == "notes"
-    assert [e.cursor for e in detail.detail.lifetime] == sorted(e.cursor for e in detail.detail.lifetime)
+    detail = views.detail(run.store(a, Kind.MEMORIES))
+    assert [(h.agent_id, h.cost) for h in detail.holders] == [(a, measured(5)), (b, measured(6))]
+    assert detail.summed_live_cost == measured(11)
+    assert [e.body for e in detail.contents.memories.entries] == ["notes"]
+    assert [e.cursor for e in detail.lifetime] == sorted(e.cursor for e in detail.lifetime)
 
 
-def test_inspecting_an_unknown_run_or_store_is_not_found() -> None:
-    console = _console({})
-    with pytest.raises(NotFound) as caught:
-        asyncio.run(console.inspect_agents(pb.InspectAgentsRequest(run_id="run-000000000000")))
-    assert caught.value.reason == Reason.RUN_NOT_FOUND
-    roster = event_pb2.Event(run_id="run-1", agent_id="a-0", roster=event_pb2.RosterEvent(profile="a"))
-    console = _console({"run-1": _stored([roster])})
-    with pytest.raises(NotFound) as caught:
-        asyncio.run(console.get_store_detail(pb.GetStoreDetailRequest(run_id="run-1", store_id="tasks-9")))
-    assert caught.value.reason == Reason.STORE_NOT_FOUND
+def test_inspecting_an_unknown_run_or_store_is_not_found(suite: Suite) -> None:
+    run = Run.create(suite, profile("chat"))
+    run.open("chat")
+    run.settle()
+    telemetry = run.stubs.telemetry
+    with pytest.raises(grpc.RpcError) as caught:
+        telemetry.InspectAgents(pb.InspectAgentsRequest(run_id="run-000000000000"), timeout=30)
+    assert status_of(caught.value) == (grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")
+    assert error_metadata(caught.value) == {"run_id": "run-000000000000"}
+    with pytest.raises(grpc.RpcError) as caught:
+        telemetry.GetStoreDetail(pb.GetStoreDetailRequest(run_id=run.run_id, store_id="tasks-9"), timeout=30)
+    assert status_of(caught.value) == (grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND")
+    assert error_metadata(caught.value) == {"run_id": run.run_id, "store_id": "tasks-9"}
 
 
 def test_r38_r43_r45_the_text_console_shows_links_handed_on_withheld_figures_and_badges(suite: Suite) -> None:
     run = Run.create(suite, full("planner", scope=S.MEMORY_SCOPE_AGENT), profile("coder", tasks=module()))
     a = run.open("planner")
-    run.open("planner")
+    b = run.open("planner")
     run.say(a, "hello there")
     successor = run.exec(a, "planner")
-    text = render(run.fold(run.turn(successor, 1, history=30, memories=0)))
-    sections = [line for line in text.splitlines() if line.startswith("== ")]
-    assert sections == ["== Instances ==", "== Modules ==", "== Agents =="]
-    assert f"{LINK} 2" in text
-    assert "handed on" in text
-    assert "turn 1 #1 user: hello there" in text
-    assert "never written withheld" in text  # history
-    assert "cost/turn none by construction" in text  # archive
-    assert "cost this window: 30 tokens" in text and "cost this window: 0 tokens" in text
-    assert "unmeasured" in text
-    assert f"successors: {successor}" in text
-    assert "  memories  agent-scoped" in text and "  history   per instance" in text
+    run.report(successor, 1, history=30, memories=0)
+    text = text_of(run)
+    assert [line for line in text.splitlines() if line.startswith("== ")] == [
+        "== Instances ==", "== Modules ==", "== Agents ==",
+    ]
+    window = module_lines(text, successor)["history"].split()
+    assert window[0] == run.store(a, Kind.HISTORY) and "handed on" in " ".join(window)
+    mine = module_lines(text, successor)["memories"]
+    assert f"{LINK} 2" in mine and "cost this window: 0 tokens" in mine
+    assert "cost this window: 30 tokens" in module_lines(text, successor)["history"]
+    assert "cost this window: unmeasured" in module_lines(text, b)["memories"]
+    overview = {line.split(":", 1)[0]: line for line in section(text, "Modules") if not line.startswith(" ")}
+    assert "never written withheld" in overview["history"]
+    assert "cost/turn none by construction" in overview["archive"]
+    rows = agent_rows(text)
+    assert rows[("planner", "memories")] == ("agent-scoped", [run.store(a, Kind.MEMORIES)])
+    assert rows[("planner", "history")][0] == "per instance"
+    instances = section(text, "Instances")
+    assert f"  successors: {successor}" in instances
+    assert any(line.split()[:2] == ["turn", "1"] and line.endswith("user: hello there") for line in instances)
 
 
 def test_r41_the_text_console_leaves_out_the_modules_view_of_a_run_without_one(suite: Suite) -> None:
     run = Run.create(suite, profile("chat"), board=False)
-    run.open("chat")
-    text = render(run.fold())
-    assert "== Modules ==" not in text and "modules/" in text and "history" in text
+    agent = run.open("chat")
+    text = text_of(run)
+    titles = [line for line in text.splitlines() if line.startswith("== ")]
+    assert titles == ["== Instances ==", "== Agents =="]
+    assert list(module_lines(text, agent)) == ["history"]
+
+
+def test_text_console_format(suite: Suite) -> None:
+    """The one golden test of the text console's layout (columns, separators, wording), line by line."""
+    run = Run.create(suite, full("planner"), profile("coder", tasks=module()))
+    a = run.open("planner")
+    coder = run.spawn(a, "coder")
+    run.say(a, "hello from the planner")
+    run.task(coder, "ship it")
+    run.report(a, 1, history=12)
+    text = text_of(run)
+    lines = text.splitlines()
+    assert re.fullmatch(rf"run {run.run_id}  \(cursor \d+\)", lines[0])
+    instances = section(text, "Instances")
+    assert instances[:3] == [
+        f"{a}  [planner, open, running]",
+        "  Overview  Prompt  Surface  Activity  Context  Requests  Metrics  Compaction",
+        "  modules/",
+    ]
+    assert instances[3] == (
+        "    history   history-0  created rw  cost this window: 12 tokens  all holders: 12 tokens"
+    )
+    assert instances[4] == "      lifetime: 2 entries; last written (append_messages) by planner-0"
+    assert instances[5] == "      turn 1 #1 user: hello from the planner"
+    board = instances.index(
+        f"    board     board-0  run rw  cost this window: unmeasured  all holders: unmeasured  {LINK} 2"
+    )
+    assert instances[board + 1] == f"      co-holders: {coder}:modules/board"
+    assert f"  subagents: {coder}" in instances
+    coder_tasks = instances.index(
+        "    tasks     tasks-1  created rw  cost this window: unmeasured  all holders: unmeasured"
+    )
+    assert instances[coder_tasks + 2] == "      1 items   7 bytes   1 writes"
+    modules = section(text, "Modules")
+    board = modules.index(
+        "board: 1 stores · 2 holders · 2 running · 1 shared (widest 2) · cost/turn unmeasured · "
+        "never written 1"
+    )
+    assert modules[board + 1] == (
+        f"  board-0      holders {a}, {coder} (2 running)  {LINK} 2 · never written  cost unmeasured"
+    )
+    agents = section(text, "Agents")
+    assert agents[:2] == [f"planner: {a}", "  history   per instance  history-0"]
+    assert "  board     run-global    board-0" in agents
 
 
 def test_the_live_console_folds_the_subscription_and_renders_each_time_it_catches_up(suite: Suite) -> None:
     run = Run.create(suite, full("planner"))
     a = run.open("planner")
     run.say(a, "one")
-    stored = _stored(run.events())
+    stored = run.stream()
     responses = [pb.SubscribeResponse(event=e) for e in stored[:3]]
     responses.append(pb.SubscribeResponse(heartbeat=tel.Heartbeat(head_cursor=stored[2].cursor)))
     responses += [pb.SubscribeResponse(event=e) for e in stored[3:]]
@@ -123,7 +164,7 @@ def test_the_live_console_folds_the_subscription_and_renders_each_time_it_catche
     seen = [(m.cursor, render(m)) for m in follow(responses, ConsoleModel())]
     assert [c for c, _ in seen] == [stored[2].cursor, stored[-1].cursor]
     assert seen[-1][1] == render(fold(events_from(stored)))
-    assert "turn 1 #1 user: one" in seen[-1][1] and "#1 user: one" not in seen[0][1]
+    assert "user: one" in seen[-1][1] and "user: one" not in seen[0][1]
 
 
 def test_the_console_finds_telemetry_by_flag_then_environment_then_default() -> None:
@@ -135,23 +176,29 @@ def test_the_console_finds_telemetry_by_flag_then_environment_then_default() -> 
 
 
 def test_a_kept_model_reads_and_folds_only_what_arrived_since_the_last_request(suite: Suite) -> None:
+    """Telemetry keeps each run's folded model between Inspect requests: the second request reads only what
+    arrived after the first one's cursor (a Console over Telemetry's own log, its loads recorded), and
+    answers as a fresh fold of the whole stream does."""
     run = Run.create(suite, full("planner"))
     a = run.open("planner")
-    by_run = {run.run_id: _stored(run.events())}
+    run.settle()
+    repo = suite.telemetry.running.service.extra["repository"]
+    loader = repository_loader(repo)
     asked_after: list[int] = []
 
     async def load(run_id: str, after: int) -> list[tel.StreamEvent]:
         asked_after.append(after)
-        return [e for e in by_run.get(run_id, []) if e.cursor > after]
+        return await loader(run_id, after)
 
     console = Console(load)
     request = pb.InspectInstancesRequest(run_id=run.run_id)
-    first = asyncio.run(console.inspect_instances(request))
+    first = suite.loop.run(console.inspect_instances(request))
     b = run.open("planner")
-    by_run[run.run_id] = _stored(run.events())  # the same cursors for what was there, then the new ones
-    second = asyncio.run(console.inspect_instances(request))
+    run.settle()
+    second = suite.loop.run(console.inspect_instances(request))
 
     assert [f.agent_id for f in first.instances] == [a]
     assert [f.agent_id for f in second.instances] == [a, b]
     assert asked_after == [0, first.cursor]
-    assert second == asyncio.run(_console(by_run).inspect_instances(request))  # as a fresh fold reads it
+    assert second == suite.loop.run(Console(loader).inspect_instances(request))  # as a fresh fold reads it
+    assert second == run.views().instances  # and as Telemetry's own console answers

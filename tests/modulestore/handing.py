@@ -1,10 +1,19 @@
-"""Handover plans shaped as Transfer sends them, and reading back what a successor got."""
+"""Handover plans, and reading back what a successor got.
+
+`planned` and `planned_request` make a plan with the code Transfer makes it with (`core.transfer.plan`,
+`wire.transfer.handover_request`), opening note included; `carry`, `drop`, `fresh` and `reinit` build a
+plan kind by kind, for the tests that hand ModuleStore a plan Transfer would not make (to see what it does
+with each outcome, or that it refuses)."""
 
 from __future__ import annotations
 
 from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.core.kinds import Kind
+from ggmodules.core.registry.profiles import Profile
+from ggmodules.core.transfer.plan import Edge, Sides, TransferPlan, plan_exec, plan_transition
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.wire.transfer import handover_request
 from tests.modulestore.plans import KINDS, Agent, Stub
 
 
@@ -89,3 +98,22 @@ def holders(stub: Stub, run_id: str, store_id: str) -> dict[str, tuple[int, bool
 
 def store(stub: Stub, run_id: str, store_id: str) -> ms.Store:
     return stub.GetStore(svc.GetStoreRequest(run_id=run_id, store_id=store_id)).store
+
+
+def planned(pred: Agent, successor: Profile, edge: tuple[str, ...] = ()) -> TransferPlan:
+    """Transfer's plan for handing `pred` (opened from a profile) to an agent of `successor`: an exec, or a
+    transition to state `code` along an edge carrying the kind words `edge`."""
+    assert pred.profile is not None, f"{pred.agent_id} was not opened from a profile"
+    sides = Sides(pred.agent_id, pred.profile, pred.rows(), successor, board_enabled=True)
+    if not edge:
+        return plan_exec(sides)
+    return plan_transition(sides, Edge("plan", "code", tuple(Kind[w.upper()] for w in edge)))
+
+
+def planned_request(
+    pred: Agent, successor: str, plan: TransferPlan, request_id: str = ""
+) -> svc.HandoverRequest:
+    """The HandoverRequest Transfer sends for `plan`, to `successor`."""
+    req = handover_request(pred.run_id, plan)
+    req.successor_agent_id, req.request_id = successor, request_id
+    return req

@@ -1,19 +1,25 @@
-"""Driving ModuleStore directly through its stub: BindInstance plans shaped as Registry sends them, writes,
-and the outbox read back per agent stream."""
+"""Driving ModuleStore directly through its stub: BindInstance plans made by the code Registry makes them
+with (`core.registry.plans` and `wire.registry.bind_request`), writes, and the outbox read back per agent
+stream. `b` builds a single binding by hand, for the tests that send ModuleStore a plan Registry never
+would (to see it refused)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
+from ggmodules.core.registry.plans import BindPlan, RosterRow, plan_fork, plan_open, plan_spawn
+from ggmodules.core.registry.profiles import ModuleInput, Profile, ProfileInput, validate_profile
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
+from ggmodules.wire.registry import bind_request, roster_from_proto
 from tests.harness import status_of
 
 Stub = svc_grpc.ModuleStoreServiceStub
@@ -28,87 +34,59 @@ def b(kind: int, action: int, **kw: object) -> ms.Binding:
     return ms.Binding(kind=kind, action=action, may_write=kw.pop("may_write", True), **kw)  # type: ignore[arg-type]
 
 
-def open_bindings(
-    profile: str = "coder",
+WORDS = ("history", "memories", "tasks", "skills", "archive")
+
+
+def profile_of(
+    name: str = "coder",
     *,
     scope: int = c.MEMORY_SCOPE_INSTANCE,
     strategy: int = c.MEMORY_STRATEGY_SCRATCHPAD,
     caps: c.Caps | None = None,
     directory: str = "",
     memories_read_only: bool = False,
-) -> list[ms.Binding]:
-    """What Registry sends when a root instance of `profile` opens, every kind on."""
-    if scope == c.MEMORY_SCOPE_AGENT:
-        memories = b(
-            c.KIND_MEMORIES,
-            ms.BIND_ACTION_NAMED,
-            named_key=f"profile/{profile}/memories",
-            origin=c.ORIGIN_PROFILE,
-            scope=scope,
-            strategy=strategy,
-            may_write=not memories_read_only,
+    without: tuple[str, ...] = (),
+) -> Profile:
+    """A profile as Registry validates it: every profile-switched kind on except those `without`; `caps` on
+    each of them, memories under `scope` and `strategy`."""
+    cap = caps or c.Caps()
+    modules = {
+        word: ModuleInput(
+            enabled=True,
+            max_items=cap.max_items,
+            max_bytes=cap.max_bytes,
+            **(
+                {"strategy": strategy, "scope": scope, "read_only": memories_read_only}
+                if word == "memories"
+                else {"skills_directory": directory} if word == "skills" else {}
+            ),
         )
-    else:
-        memories = b(
-            c.KIND_MEMORIES,
-            ms.BIND_ACTION_CREATE,
-            origin=c.ORIGIN_CREATED,
-            scope=scope,
-            strategy=strategy,
-            may_write=not memories_read_only,
-        )
-    directory = directory or profile
-    extra = {"caps": caps} if caps is not None else {}
-    return [
-        b(c.KIND_HISTORY, ms.BIND_ACTION_CREATE, origin=c.ORIGIN_CREATED, **extra),
-        memories,
-        b(c.KIND_TASKS, ms.BIND_ACTION_CREATE, origin=c.ORIGIN_CREATED, **extra),
-        b(c.KIND_BOARD, ms.BIND_ACTION_NAMED, named_key="run/board", origin=c.ORIGIN_RUN, **extra),
-        b(
-            c.KIND_SKILLS,
-            ms.BIND_ACTION_NAMED,
-            named_key=f"skills/{directory}",
-            skills_directory=directory,
-            origin=c.ORIGIN_PROFILE,
-            **extra,
-        ),
-        b(c.KIND_ARCHIVE, ms.BIND_ACTION_CREATE, origin=c.ORIGIN_CREATED, **extra),
-    ]
+        for word in WORDS
+        if word not in without
+    }
+    return validate_profile(ProfileInput(name, modules))
 
 
-def fork_bindings(of: Agent, *, scope: int = c.MEMORY_SCOPE_INSTANCE) -> list[ms.Binding]:
-    """What Registry sends to fork agent `of` (R17)."""
-    if scope == c.MEMORY_SCOPE_INSTANCE:
-        memories = b(
-            c.KIND_MEMORIES,
-            ms.BIND_ACTION_FORK,
-            source_store_id=of[c.KIND_MEMORIES],
-            origin=c.ORIGIN_FORKED,
-            scope=scope,
-        )
-    else:
-        origin = c.ORIGIN_PROFILE if scope == c.MEMORY_SCOPE_AGENT else c.ORIGIN_INHERITED
-        memories = b(
-            c.KIND_MEMORIES,
-            ms.BIND_ACTION_SHARE,
-            source_store_id=of[c.KIND_MEMORIES],
-            origin=origin,
-            scope=scope,
-        )
-    return [
-        b(c.KIND_HISTORY, ms.BIND_ACTION_FORK, source_store_id=of[c.KIND_HISTORY], origin=c.ORIGIN_FORKED),
-        memories,
-        b(c.KIND_TASKS, ms.BIND_ACTION_FORK, source_store_id=of[c.KIND_TASKS], origin=c.ORIGIN_FORKED),
-        b(c.KIND_BOARD, ms.BIND_ACTION_NAMED, named_key="run/board", origin=c.ORIGIN_RUN),
-        b(
-            c.KIND_SKILLS,
-            ms.BIND_ACTION_FORK,
-            source_store_id=of[c.KIND_SKILLS],
-            read_set_source_agent_id=of.agent_id,
-            origin=c.ORIGIN_FORKED,
-        ),
-        b(c.KIND_ARCHIVE, ms.BIND_ACTION_FORK, source_store_id=of[c.KIND_ARCHIVE], origin=c.ORIGIN_FORKED),
-    ]
+def _bindings(plan: BindPlan) -> list[ms.Binding]:
+    """The bindings of `plan` exactly as Registry puts them in its BindInstanceRequest."""
+    return list(bind_request("", "", plan, "").bindings)
+
+
+def open_bindings(profile: str = "coder", **config: Any) -> list[ms.Binding]:
+    """What Registry sends when a root instance of `profile` opens (core.registry.plans.plan_open), in a run
+    with a board; `config` as for `profile_of`."""
+    return _bindings(plan_open(profile_of(profile, **config), board_enabled=True))
+
+
+def spawn_bindings(profile: Profile, parent: Agent) -> list[ms.Binding]:
+    """What Registry sends to spawn a subagent of `profile` under `parent` (plan_spawn)."""
+    return _bindings(plan_spawn(profile, True, parent.agent_id, parent.rows()))
+
+
+def fork_bindings(of: Agent) -> list[ms.Binding]:
+    """What Registry sends to fork agent `of` (plan_fork, R17), from its profile and roster."""
+    assert of.profile is not None, f"{of.agent_id} was not opened from a profile"
+    return _bindings(plan_fork(of.profile, True, of.agent_id, of.rows()))
 
 
 @dataclass
@@ -116,9 +94,15 @@ class Agent:
     run_id: str
     agent_id: str
     roster: dict[int, c.RosterRow] = field(default_factory=dict)
+    # The profile the agent was opened under, when it was opened from one (see `open_agent`).
+    profile: Profile | None = None
 
     def __getitem__(self, kind: int) -> str:
         return self.roster[kind].store_id
+
+    def rows(self) -> tuple[RosterRow, ...]:
+        """The roster as Registry records it."""
+        return roster_from_proto(self.roster.values())
 
 
 def bind(
@@ -146,8 +130,30 @@ def bind(
     return Agent(run_id, agent_id, {row.kind: row for row in resp.roster})
 
 
-def open_agent(stub: Stub, run_id: str, agent_id: str, **kw: object) -> Agent:
-    return bind(stub, run_id, agent_id, open_bindings(agent_id.rsplit("-", 1)[0], **kw))  # type: ignore[arg-type]
+def open_agent(stub: Stub, run_id: str, agent_id: str, **config: Any) -> Agent:
+    """Opens `agent_id` as a root instance of the profile its id names, as Registry would bind it."""
+    profile = profile_of(agent_id.rsplit("-", 1)[0], **config)
+    bindings = _bindings(plan_open(profile, board_enabled=True))
+    agent = bind(stub, run_id, agent_id, bindings, profile=profile.name)
+    agent.profile = profile
+    return agent
+
+
+def fork_agent(stub: Stub, of: Agent, agent_id: str) -> Agent:
+    """Forks `of` into `agent_id` as Registry would (plan_fork)."""
+    copy = bind(stub, of.run_id, agent_id, fork_bindings(of), cause="fork", parent=of.agent_id,
+                profile=of.profile.name if of.profile else "coder")
+    copy.profile = of.profile
+    return copy
+
+
+def spawn_agent(stub: Stub, parent: Agent, agent_id: str, **config: Any) -> Agent:
+    """Spawns `agent_id` under `parent` as a subagent of the profile its id names, as Registry would."""
+    profile = profile_of(agent_id.rsplit("-", 1)[0], **config)
+    child = bind(stub, parent.run_id, agent_id, spawn_bindings(profile, parent), cause="spawn",
+                 parent=parent.agent_id, profile=profile.name)
+    child.profile = profile
+    return child
 
 
 def write(stub: Stub, agent: Agent, kind: int, request_id: str = "", **op: object) -> svc.WriteResponse:

@@ -5,14 +5,16 @@ from __future__ import annotations
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from tests.modulestore.handing import planned, planned_request
 from tests.modulestore.plans import (
     KINDS,
+    Agent,
     Stub,
     append,
     b,
     bind,
     contents,
-    fork_bindings,
+    fork_agent,
     new_run,
     open_agent,
     shape,
@@ -32,7 +34,7 @@ def test_r11_fork_copies_contents_and_carries_counters(modulestore: Stub) -> Non
     append(modulestore, a, "three", start_turn=True)
     _task(modulestore, a, "first")
     _task(modulestore, a, "second")
-    copy = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    copy = fork_agent(modulestore, a, "coder-1")
 
     # Contents copied under a new id.
     assert copy[c.KIND_HISTORY] != a[c.KIND_HISTORY] and copy[c.KIND_TASKS] != a[c.KIND_TASKS]
@@ -53,7 +55,7 @@ def test_r11_writes_diverge_after_a_fork(modulestore: Stub) -> None:
     run = new_run()
     a = open_agent(modulestore, run, "coder-0")
     append(modulestore, a, "shared past")
-    copy = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    copy = fork_agent(modulestore, a, "coder-1")
     append(modulestore, a, "original only")
     append(modulestore, copy, "copy only")
     _task(modulestore, a, "original task")
@@ -63,7 +65,7 @@ def test_r11_writes_diverge_after_a_fork(modulestore: Stub) -> None:
     assert theirs == ["shared past", "copy only"]
     assert contents(modulestore, copy, c.KIND_TASKS).contents.tasks.tasks == []
     # A fork of the fork reads through both ancestors and still sees only its own line.
-    grandchild = bind(modulestore, run, "coder-2", fork_bindings(copy), cause="fork", parent="coder-1")
+    grandchild = fork_agent(modulestore, copy, "coder-2")
     append(modulestore, copy, "after second fork")
     assert [
         m.content for m in contents(modulestore, grandchild, c.KIND_HISTORY).contents.history.messages
@@ -75,7 +77,7 @@ def test_r12_fork_leaves_undrained_telemetry_with_the_original(modulestore: Stub
     a = open_agent(modulestore, run, "coder-0")
     append(modulestore, a, "before the fork")
     _task(modulestore, a, "before the fork")
-    bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    fork_agent(modulestore, a, "coder-1")
     copy_stream = streams(modulestore, run)["coder-1"]
     assert [body for body, _ in shape(copy_stream)] == ["roster"] + ["bind"] * 6
     assert all(ev.WhichOneof("body") != "write" for ev in copy_stream)
@@ -198,7 +200,7 @@ def test_r16_skills_catalogue_is_shared_and_the_read_set_follows_the_window(modu
     write(modulestore, a, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="git"))
     # Another profile naming the same directory holds the same catalogue, with its own empty read set.
     other = open_agent(modulestore, run, "reviewer-0", directory="shared-skills")
-    fork = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    fork = fork_agent(modulestore, a, "coder-1")
     share = bind(
         modulestore,
         run,
@@ -235,13 +237,14 @@ def test_r17_fork_of_an_agent_applies_the_rules_per_kind(modulestore: Stub) -> N
     run = new_run()
     a = open_agent(modulestore, run, "coder-0")
     write(modulestore, a, c.KIND_MEMORIES, write_pad=svc.WritePad(text="notes"))
-    copy = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    copy = fork_agent(modulestore, a, "coder-1")
+    # The skills catalogue is the profile's directory store (R16): the copy holds it as `profile`.
     assert [copy.roster[k].origin for k in KINDS] == [
         c.ORIGIN_FORKED,
         c.ORIGIN_FORKED,
         c.ORIGIN_FORKED,
         c.ORIGIN_RUN,
-        c.ORIGIN_FORKED,
+        c.ORIGIN_PROFILE,
         c.ORIGIN_FORKED,
     ]
     new_ids = {k for k in KINDS if copy[k] != a[k]}
@@ -260,9 +263,7 @@ def test_r17_memories_follow_the_forkers_scope(modulestore: Stub) -> None:
     ):
         run = new_run()
         a = open_agent(modulestore, run, "coder-0", scope=scope)
-        copy = bind(
-            modulestore, run, "coder-1", fork_bindings(a, scope=scope), cause="fork", parent="coder-0"
-        )
+        copy = fork_agent(modulestore, a, "coder-1")
         assert (copy[c.KIND_MEMORIES] == a[c.KIND_MEMORIES]) is expect_shared
         assert copy.roster[c.KIND_MEMORIES].scope == scope
         write(modulestore, copy, c.KIND_MEMORIES, write_pad=svc.WritePad(text="by the copy"))
@@ -275,28 +276,53 @@ def test_r24_a_forked_window_has_an_empty_system_prompt_slot(modulestore: Stub) 
     a = open_agent(modulestore, run, "coder-0")
     write(modulestore, a, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="You are coder-0."))
     append(modulestore, a, "hi", start_turn=True)
-    copy = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    copy = fork_agent(modulestore, a, "coder-1")
     history = contents(modulestore, copy, c.KIND_HISTORY).contents.history
     assert (history.system_prompt, history.system_prompt_set, history.turn) == ("", False, 1)
     write(modulestore, copy, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="You are coder-1."))
     assert contents(modulestore, a, c.KIND_HISTORY).contents.history.system_prompt == "You are coder-0."
 
 
-def test_r18_only_the_six_kinds_are_stored_and_copied(modulestore: Stub) -> None:
-    """Whatever an agent loaded through a code skill is not a module: a fork binds exactly the six kinds and
-    the run holds no store outside them."""
+def test_r18_code_loaded_through_a_skill_is_never_stored_copied_or_transferred(modulestore: Stub) -> None:
+    """An agent loads code by reading a code skill: the body is kept once, in the catalogue, and what the
+    agent holds of it is the skill's name in its read set. Reading it stores nothing more anywhere (no store,
+    no bytes in the window or the catalogue); a fork copies the name, never the code, and adds no skills
+    store; a handover passes the same stores on."""
+    code = "import subprocess\n\ndef deploy():\n    subprocess.run(['make', 'release'])\n"
     run = new_run()
     a = open_agent(modulestore, run, "coder-0")
-    write(
-        modulestore,
-        a,
-        c.KIND_SKILLS,
-        put_skill=svc.PutSkill(name="py", description="python", body="import x"),
-    )
-    write(modulestore, a, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="py"))
-    copy = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
-    assert sorted(copy.roster) == KINDS
-    stores = modulestore.ListStores(svc.ListStoresRequest(run_id=run)).stores
-    assert {s.kind for s in stores} <= set(KINDS)
-    # The read set records which bodies are pinned; nothing else about the skill travels.
-    assert list(contents(modulestore, copy, c.KIND_SKILLS).contents.skills.read_set) == ["py"]
+    append(modulestore, a, "deploy it", start_turn=True)
+    write(modulestore, a, c.KIND_SKILLS, put_skill=svc.PutSkill(name="deploy", description="ship", body=code))
+
+    def stores() -> dict[str, ms.Store]:
+        return {s.store_id: s for s in modulestore.ListStores(svc.ListStoresRequest(run_id=run)).stores}
+
+    def holding(agent: Agent) -> dict[int, tuple[int, int]]:
+        figures = {k: contents(modulestore, agent, k).store.figures for k in KINDS}
+        return {k: (f.items, f.bytes) for k, f in figures.items()}
+
+    before, held = stores(), holding(a)
+    write(modulestore, a, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="deploy"))  # the agent loads the code
+    assert stores().keys() == before.keys()
+    grown = holding(a)
+    assert {k: b for k, (_, b) in grown.items()} == {k: b for k, (_, b) in held.items()}  # not one byte more
+    # Items: the read set counts its one name for this holder (R16); nothing else gained an item.
+    assert {k: i - held[k][0] for k, (i, _) in grown.items() if i != held[k][0]} == {c.KIND_SKILLS: 1}
+    assert list(contents(modulestore, a, c.KIND_SKILLS).contents.skills.read_set) == ["deploy"]
+
+    copy = fork_agent(modulestore, a, "coder-1")
+    added = stores().keys() - before.keys()
+    own = (c.KIND_HISTORY, c.KIND_MEMORIES, c.KIND_TASKS, c.KIND_ARCHIVE)
+    assert sorted(added) == sorted(copy[k] for k in own)
+    assert copy[c.KIND_SKILLS] == a[c.KIND_SKILLS]
+    assert holding(copy)[c.KIND_HISTORY] == held[c.KIND_HISTORY]
+    assert stores()[a[c.KIND_SKILLS]].figures.bytes == before[a[c.KIND_SKILLS]].figures.bytes
+    window = contents(modulestore, copy, c.KIND_HISTORY).contents.history
+    assert code not in str(window)
+    assert list(contents(modulestore, copy, c.KIND_SKILLS).contents.skills.read_set) == ["deploy"]
+
+    forked = stores().keys()
+    assert a.profile is not None
+    resp = modulestore.Handover(planned_request(a, "coder-2", planned(a, a.profile)))
+    assert stores().keys() == forked
+    assert {o.kind: o.outcome for o in resp.outcomes} == {k: c.OUTCOME_CARRIED for k in KINDS}

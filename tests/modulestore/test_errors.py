@@ -1,4 +1,4 @@
-"""Bad input (R47, R48, R50): each refusal is a specific status with an ErrorInfo reason, and it changes
+"""Bad input (R47, R48): each refusal is a specific status with an ErrorInfo reason, and it changes
 nothing: the store reads the same and no event was appended."""
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from tests.modulestore.plans import (
     new_run,
     open_agent,
     refusal,
+    spawn_agent,
     write,
 )
 
@@ -107,8 +108,11 @@ def test_r50_not_a_holder_lists_the_callers_own_stores_not_the_target(modulestor
 
 def test_r47_write_by_a_read_only_holder(modulestore: Stub) -> None:
     run = new_run()
-    owner = open_agent(modulestore, run, "coder-0", scope=c.MEMORY_SCOPE_AGENT)
-    reader = open_agent(modulestore, run, "coder-1", scope=c.MEMORY_SCOPE_AGENT, memories_read_only=True)
+    owner = open_agent(modulestore, run, "coder-0")
+    # A subagent whose profile inherits the parent's memories read-only.
+    reader = spawn_agent(
+        modulestore, owner, "reader-0", scope=c.MEMORY_SCOPE_INHERITED, memories_read_only=True
+    )
     assert reader[c.KIND_MEMORIES] == owner[c.KIND_MEMORIES] and not reader.roster[c.KIND_MEMORIES].may_write
     code, reason, _ = refused_unchanged(
         modulestore,
@@ -249,7 +253,7 @@ def test_r48_a_refused_bind_binds_nothing(modulestore: Stub, agent: Agent) -> No
     assert (again[c.KIND_HISTORY], again[c.KIND_TASKS]) == ("history-1", "tasks-1")
 
 
-def test_r48_rebinding_an_agent_is_refused(modulestore: Stub, agent: Agent) -> None:
+def test_r36_r48_rebinding_an_agent_is_refused_and_changes_nothing(modulestore: Stub, agent: Agent) -> None:
     code, reason, _ = refused_unchanged(
         modulestore, agent, c.KIND_HISTORY, lambda: open_agent(modulestore, agent.run_id, agent.agent_id)
     )
@@ -271,14 +275,25 @@ def test_r47_source_of_the_wrong_kind(modulestore: Stub, agent: Agent) -> None:
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
 
 
-def test_r50_a_run_sees_only_its_own_stores(modulestore: Stub, agent: Agent) -> None:
-    """Store ids repeat across runs; an agent of another run opens nothing here."""
+def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_it_names(
+    modulestore: Stub, agent: Agent
+) -> None:
+    """Store ids count per run (R34), so they repeat across runs: a write names its run and changes only that
+    run's store; an agent id the named run does not have is refused, changing nothing (R47, R48).
+
+    Not R50: an agent id that exists in both runs passes for the agent of whichever run a request names,
+    since nothing yet proves who is calling (no credential); R50's "a credential for one run opens nothing
+    in another" waits for credentials."""
     stranger = open_agent(modulestore, new_run(), "coder-0")
     assert stranger[c.KIND_HISTORY] == agent[c.KIND_HISTORY]
+    mine, outbox = contents(modulestore, agent, c.KIND_HISTORY), events(modulestore, agent.run_id)
     append(modulestore, stranger, "elsewhere")
-    assert [m.content for m in contents(modulestore, agent, c.KIND_HISTORY).contents.history.messages] == [
-        "hello"
-    ]
+    # This run's store of the same id reads exactly as before (contents and figures), its outbox too.
+    assert contents(modulestore, agent, c.KIND_HISTORY) == mine
+    assert [m.content for m in mine.contents.history.messages] == ["hello"]
+    assert events(modulestore, agent.run_id) == outbox
+    theirs = contents(modulestore, stranger, c.KIND_HISTORY).contents.history
+    assert [m.content for m in theirs.messages] == ["elsewhere"]
     code, reason, _ = refused_unchanged(
         modulestore,
         agent,

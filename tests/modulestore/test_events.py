@@ -64,6 +64,14 @@ def test_r28_r29_a_write_is_one_event_for_the_writer_and_a_snapshot_for_each_oth
         assert [i.id for i in snap.contents.board.issues] == ["OPS-1"]
     mine = after["coder-0"][-1].write
     assert mine.op == "create_issue" and [i.id for i in mine.delta.board.issues] == ["OPS-1"]
+    # A write by a later holder is on that holder's stream, not on the stream of the store's first holder.
+    before = {agent: len(evs) for agent, evs in after.items()}
+    write(modulestore, others[1], c.KIND_BOARD, create_issue=svc.CreateIssue(prefix="OPS", title="ship"))
+    again = streams(modulestore, run)
+    assert shape(again["helper-1"][before["helper-1"] :]) == [("write", board)]
+    for agent in ("coder-0", "helper-0"):
+        assert shape(again[agent][before[agent] :]) == [("snapshot", board)]
+        assert again[agent][-1].snapshot.written_by == "helper-1"
 
 
 def test_r44_history_and_archive_snapshots_carry_no_contents(modulestore: Stub) -> None:

@@ -9,6 +9,7 @@ import grpc
 import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import status_of
@@ -20,6 +21,8 @@ from tests.modulestore.handing import (
     hand_over,
     holders,
     outcomes,
+    planned,
+    planned_request,
     reinit,
     request,
     store,
@@ -35,8 +38,9 @@ from tests.modulestore.plans import (
     events,
     new_run,
     open_agent,
-    open_bindings,
+    profile_of,
     refusal,
+    spawn_agent,
     write,
 )
 
@@ -130,15 +134,9 @@ def test_r35_carried_ids_are_kept_and_a_memories_repoint_reports_the_named_store
     # Another coder already holds the coder profile's own memories store.
     other = open_agent(modulestore, run, "coder-9", scope=c.MEMORY_SCOPE_AGENT)
     lead = open_agent(modulestore, run, "lead-0", scope=c.MEMORY_SCOPE_INHERITED)
-    bindings = open_bindings("planner")
-    bindings[1] = b(
-        c.KIND_MEMORIES,
-        ms.BIND_ACTION_SHARE,
-        source_store_id=lead[c.KIND_MEMORIES],
-        origin=c.ORIGIN_INHERITED,
-        scope=c.MEMORY_SCOPE_INHERITED,
-    )
-    p = bind(modulestore, run, "planner-0", bindings, cause="spawn", parent="lead-0", profile="planner")
+    # A planner subagent inheriting the lead's memories (a share).
+    p = spawn_agent(modulestore, lead, "planner-0", scope=c.MEMORY_SCOPE_INHERITED)
+    assert p[c.KIND_MEMORIES] == lead[c.KIND_MEMORIES]
     named = carry(
         c.KIND_MEMORIES,
         action=ms.BIND_ACTION_NAMED,
@@ -162,23 +160,19 @@ def test_r21_memories_strategy_mismatch_reinitializes_under_the_profiles_named_s
     modulestore: Stub,
 ) -> None:
     p = planner(modulestore)
-    why = (
-        "memories were re-initialized: the predecessor kept a scratchpad and this profile keeps a "
-        "markdown index; a scratchpad cannot be read as a markdown index"
-    )
-    entry = reinit(
-        c.KIND_MEMORIES,
-        ms.BIND_ACTION_NAMED,
-        note=why,
-        named_key="profile/coder/memories",
-        origin=c.ORIGIN_PROFILE,
-        scope=c.MEMORY_SCOPE_AGENT,
-        strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX,
-    )
-    coder, resp = hand_over(modulestore, p, "coder-0", carry_all(memories=entry))
+    coder_profile = profile_of("coder", scope=c.MEMORY_SCOPE_AGENT, strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX)
+    plan = planned(p, coder_profile)
+    resp = modulestore.Handover(planned_request(p, "coder-0", plan))
+    coder = Agent(p.run_id, "coder-0", {r.kind: r for r in resp.roster if r.enabled})
     memories = next(o for o in resp.outcomes if o.kind == c.KIND_MEMORIES)
-    assert (memories.outcome, memories.note) == (c.OUTCOME_REINITIALIZED, why)
+    assert memories.outcome == c.OUTCOME_REINITIALIZED
     assert memories.store_id_after not in ("", p[c.KIND_MEMORIES])
+    # The note Transfer wrote for the kind reaches the outcome, and it says why, naming both strategies.
+    produced = plan.outcome(Kind.MEMORIES)
+    assert produced is not None and memories.note == produced.note
+    assert all(w in memories.note for w in ("memories", "re-initialized", "scratchpad", "markdown index"))
+    roster = next(e.roster for e in events(modulestore, p.run_id) if e.agent_id == "coder-0")
+    assert roster.opening_note == plan.opening_note and memories.note in roster.opening_note
     row = coder.roster[c.KIND_MEMORIES]
     assert (row.strategy, row.origin) == (c.MEMORY_STRATEGY_MARKDOWN_INDEX, c.ORIGIN_PROFILE)
     got = contents(modulestore, coder, c.KIND_MEMORIES).contents.memories
@@ -243,8 +237,7 @@ def test_r27_a_retry_returns_the_first_answer_and_applies_nothing_twice(modulest
 def test_kind_not_held_refuses_and_leaves_everything_unchanged(modulestore: Stub) -> None:
     """The realistic R26 case: a reviewer without memories, on an edge that carries memories."""
     run = new_run()
-    bindings = [x for x in open_bindings("reviewer") if x.kind != c.KIND_MEMORIES]
-    p = bind(modulestore, run, "reviewer-0", bindings, profile="reviewer")
+    p = open_agent(modulestore, run, "reviewer-0", without=("memories",))
     append(modulestore, p, "reviewed")
     before = {k: contents(modulestore, p, k) for k, r in p.roster.items() if r.enabled}
     outbox = events(modulestore, run)

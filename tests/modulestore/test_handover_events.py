@@ -6,10 +6,19 @@ from __future__ import annotations
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.handing import carry_all, drop, fresh, hand_over, reinit, store
-from tests.modulestore.plans import KINDS, Stub, append, new_run, open_agent, shape, streams, write
-
-NOTE = "history, tasks and board arrived from planner-0; memories were re-initialized; skills are new."
+from tests.modulestore.handing import carry_all, hand_over, planned, planned_request, store
+from tests.modulestore.plans import (
+    KINDS,
+    Agent,
+    Stub,
+    append,
+    new_run,
+    open_agent,
+    profile_of,
+    shape,
+    streams,
+    write,
+)
 
 
 def test_r30_r31_r32_drains_then_the_successors_roster_then_its_restates(modulestore: Stub) -> None:
@@ -23,12 +32,12 @@ def test_r30_r31_r32_drains_then_the_successors_roster_then_its_restates(modules
     before = {agent: len(evs) for agent, evs in streams(modulestore, run).items()}
     figures = {k: store(modulestore, run, p[k]).figures for k in (c.KIND_MEMORIES, c.KIND_SKILLS)}
 
-    kinds = carry_all(
-        memories=reinit(c.KIND_MEMORIES, strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX),
-        skills=fresh(c.KIND_SKILLS, ms.BIND_ACTION_NAMED, named_key="skills/coder", skills_directory="coder"),
-        archive=drop(c.KIND_ARCHIVE),
-    )
-    coder, _ = hand_over(modulestore, p, "coder-0", kinds, cause="transition", note=NOTE)
+    # Transfer's plan for the edge plan -> code carrying history, memories and tasks to a coder keeping a
+    # markdown index and no archive: memories re-initialized, skills fresh, archive dropped.
+    coder_profile = profile_of("coder", strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX, without=("archive",))
+    plan = planned(p, coder_profile, edge=("history", "memories", "tasks"))
+    resp = modulestore.Handover(planned_request(p, "coder-0", plan))
+    coder = Agent(run, "coder-0", {r.kind: r for r in resp.roster if r.enabled})
     after = streams(modulestore, run)
 
     drains = after["planner-0"][before["planner-0"] :]
@@ -47,7 +56,13 @@ def test_r30_r31_r32_drains_then_the_successors_roster_then_its_restates(modules
         "planner-0",
         "",
     )
-    assert roster.opening_note == NOTE
+    # The note Transfer produced is the one the roster states, and it says what happened to each kind.
+    note = roster.opening_note
+    assert note == plan.opening_note
+    assert note.startswith("history, tasks and board arrived from planner-0")
+    for word, what in (("memories", "re-initialized"), ("skills", "fresh"), ("archive", "dropped")):
+        sentence = next(s for s in note.split("; ") if s.startswith(word))
+        assert what in sentence, (word, sentence)
     assert [(r.kind, r.store_id, r.enabled) for r in roster.rows] == [
         (k, coder[k] if k in held else "", k in held) for k in KINDS
     ]

@@ -5,10 +5,12 @@ from __future__ import annotations
 import json
 
 import grpc
+import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from tests.harness import error_metadata, status_of
 from tests.modulestore.handing import carry, carry_all, hand_over, holders, store
 from tests.modulestore.plans import (
     Stub,
@@ -129,9 +131,12 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     coder, _ = hand_over(modulestore, p, "coder-0", carry_all())
     outbox = events(modulestore, p.run_id)
 
-    code, reason, message = refusal(lambda: append(modulestore, p, "still here"))
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
-    assert message == "agent planner-0 handed its modules on to coder-0; write as coder-0"
+    with pytest.raises(grpc.RpcError) as caught:
+        append(modulestore, p, "still here")
+    assert status_of(caught.value) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
+    assert error_metadata(caught.value) == {"agent_id": "planner-0", "successor_agent_id": "coder-0"}
+    message = caught.value.details()
+    assert "planner-0" in message and "write as coder-0" in message
     code, reason, message = refusal(
         lambda: modulestore.CallTool(
             svc.CallToolRequest(

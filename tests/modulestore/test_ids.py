@@ -10,7 +10,7 @@ from tests.modulestore.plans import (
     Stub,
     b,
     bind,
-    fork_bindings,
+    fork_agent,
     new_run,
     open_agent,
 )
@@ -47,7 +47,7 @@ def test_r34_ids_are_never_reused(modulestore: Stub) -> None:
     source = open_agent(modulestore, run, "coder-0")
     seen.update(source[k] for k in (c.KIND_HISTORY, c.KIND_TASKS, c.KIND_ARCHIVE))
     for i in range(1, 6):
-        copy = bind(modulestore, run, f"coder-{i}", fork_bindings(source), cause="fork", parent="coder-0")
+        copy = fork_agent(modulestore, source, f"coder-{i}")
         minted = {copy[k] for k in (c.KIND_HISTORY, c.KIND_TASKS, c.KIND_ARCHIVE)}
         assert not minted & seen
         seen |= minted

@@ -12,6 +12,9 @@ from tests.modulestore.plans import (
     Stub,
     b,
     bind,
+    contents,
+    events,
+    fork_agent,
     new_run,
     open_agent,
     open_bindings,
@@ -64,16 +67,29 @@ def test_r1_a_roster_has_exactly_the_six_kinds_in_kind_order(modulestore: Stub) 
     assert [r.store_id for r in resp.roster] == ["history-0", "", "tasks-0", "", "", ""]
 
 
-def test_r3_contribution_and_tools_do_not_depend_on_run_or_profile(modulestore: Stub) -> None:
-    """Two agents of different profiles in different runs, same task list: same contribution, same tools."""
-    rendered = []
-    for profile in ("planner", "reviewer"):
-        agent = open_agent(modulestore, new_run(), f"{profile}-0")
+def test_r3_contribution_telemetry_and_copy_rule_do_not_depend_on_run_or_profile(modulestore: Stub) -> None:
+    """Two agents of differently configured profiles (name, caps, memory scope) in different runs write the
+    same task list: the same contribution, the same write events, and a fork copies it the same way. (The
+    tools are per kind by construction: ListTools names no run or profile.)"""
+    seen = []
+    for name, caps, scope in (
+        ("planner", None, c.MEMORY_SCOPE_INSTANCE),
+        ("reviewer", c.Caps(max_items=50, max_bytes=10_000), c.MEMORY_SCOPE_AGENT),
+    ):
+        agent = open_agent(modulestore, new_run(), f"{name}-0", caps=caps, scope=scope)
         write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="ship it"))
+        write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="test it", blocked_by=[1]))
         prompt = modulestore.RenderPrompt(
             svc.RenderPromptRequest(run_id=agent.run_id, agent_id=agent.agent_id)
         )
         tasks = next(x for x in prompt.contributions if x.kind == c.KIND_TASKS)
-        rendered.append([(m.role, m.section, m.content) for m in tasks.messages])
-    assert rendered[0] == rendered[1]
-    assert modulestore.ListTools(svc.ListToolsRequest()) == modulestore.ListTools(svc.ListToolsRequest())
+        rendered = [(m.role, m.section, m.content) for m in tasks.messages]
+        outbox = events(modulestore, agent.run_id)
+        telemetry = [e.write for e in outbox if e.kind == c.KIND_TASKS and e.WhichOneof("body") == "write"]
+        copy = fork_agent(modulestore, agent, f"{name}-1")
+        copied = contents(modulestore, copy, c.KIND_TASKS)
+        own = copy[c.KIND_TASKS] != agent[c.KIND_TASKS]
+        forked = (copy.roster[c.KIND_TASKS].origin, own, copied.contents)
+        seen.append((rendered, telemetry, forked))
+    assert len(seen[0][1]) == 2 and seen[0][2][1]
+    assert seen[0] == seen[1]

@@ -7,7 +7,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, bind, contents, fork_bindings, new_run, open_agent, refusal, write
+from tests.modulestore.plans import Stub, contents, fork_agent, new_run, open_agent, refusal, write
 
 
 def test_markdown_index_files_are_written_replaced_and_deleted(modulestore: Stub) -> None:
@@ -62,7 +62,7 @@ def test_archive_search_finds_by_every_word_newest_first(modulestore: Stub) -> N
                 title=title, messages=[ms.MessageInput(role="user", content=text)]
             ),
         )
-    fork = bind(modulestore, run, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    fork = fork_agent(modulestore, a, "coder-1")
 
     def search(agent: object, query: str) -> list[str]:
         return [

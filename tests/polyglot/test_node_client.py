@@ -24,7 +24,7 @@ from tests.harness import ROOT, Suite
 NODE_CLIENT = ROOT / "clients" / "node"
 KIND_ORDER = ["KIND_HISTORY", "KIND_MEMORIES", "KIND_TASKS", "KIND_BOARD", "KIND_SKILLS", "KIND_ARCHIVE"]
 STEPS = ["create_run", "open_instance", "set_system_prompt", "append_messages", "create_task", "create_issue",
-         "render_prompt", "refusal"]
+         "fork_instance", "copy_writes", "render_prompt", "refusal"]
 
 Session = dict[str, dict[str, Any]]
 
@@ -85,12 +85,25 @@ def test_r32_r34_node_client_opens_an_instance_with_its_six_roster_rows(node_ses
         assert (rows[kind]["enabled"], rows[kind]["store_id"]) == (False, ""), kind
 
 
-def test_r11_r14_node_client_gets_task_1_and_board_issue_gg_1(node_session: Session) -> None:
+def test_r11_r14_a_fork_made_from_node_numbers_on_in_its_own_task_list_and_shares_the_one_board(
+    node_session: Session, modulestore: modulestore_service_pb2_grpc.ModuleStoreServiceStub
+) -> None:
     assert node_session["append_messages"]["last_seq"] == 1
     assert node_session["append_messages"]["turn"] == 1
     assert node_session["create_task"]["task_id"] == 1
     assert node_session["create_issue"]["issue_id"] == "GG-1"
-    assert re.fullmatch(r"[A-Z]+-\d+", node_session["create_issue"]["issue_id"])
+    rows, copy = _rows(node_session), node_session["copy_writes"]
+    copy_rows = {row["kind"]: row for row in node_session["fork_instance"]["roster"]}
+    # R11: the copy's task list is a new store whose numbering carries on from the original's.
+    assert copy["task_store_id"] == copy_rows["KIND_TASKS"]["store_id"] != rows["KIND_TASKS"]["store_id"]
+    assert copy["task_id"] == node_session["create_task"]["task_id"] + 1
+    original = _store(modulestore, node_session, "KIND_TASKS").contents.tasks
+    assert [t.title for t in original.tasks] == [node_session["create_task"]["title"]]
+    # R14: the copy holds the run's one board, so its issue takes the next number on the same counter.
+    assert copy["issue_store_id"] == copy_rows["KIND_BOARD"]["store_id"] == rows["KIND_BOARD"]["store_id"]
+    assert copy["issue_id"] == "GG-2"
+    board = _store(modulestore, node_session, "KIND_BOARD").contents.board
+    assert [i.id for i in board.issues] == ["GG-1", "GG-2"]
 
 
 def test_r4_r8_r10_node_client_renders_history_first_and_nothing_for_the_board(node_session: Session) -> None:
@@ -165,8 +178,9 @@ def test_r48_python_stubs_read_what_the_node_client_wrote_and_nothing_of_the_ref
     assert tasks.next_id == created["task_id"] + 1
 
     board = _store(modulestore, node_session, "KIND_BOARD").contents.board
-    issue = node_session["create_issue"]
+    issue, copy = node_session["create_issue"], node_session["copy_writes"]
     assert [(i.id, i.title, i.body, i.status) for i in board.issues] == [
-        (issue["issue_id"], issue["title"], issue["body"], module_pb2.ISSUE_STATUS_OPEN)
+        (issue["issue_id"], issue["title"], issue["body"], module_pb2.ISSUE_STATUS_OPEN),
+        (copy["issue_id"], copy["issue_title"], "", module_pb2.ISSUE_STATUS_OPEN),
     ]
-    assert [(c.prefix, c.last) for c in board.counters] == [(issue["prefix"], 1)]
+    assert [(c.prefix, c.last) for c in board.counters] == [(issue["prefix"], 2)]

@@ -89,7 +89,9 @@ def test_r25_an_fsm_needs_states_and_an_initial_state(registry: RegistryStub) ->
     ]
 
 
-def test_r25_a_valid_fsm_launches_and_the_board_is_held_when_the_run_has_one(registry: RegistryStub) -> None:
+def test_r25_an_edge_may_carry_the_board_only_in_a_run_that_has_one(registry: RegistryStub) -> None:
+    """The board is held by every agent of a run that has one, so an edge naming it launches there, and the
+    same FSM in a run without a board is refused at launch, naming that edge's board."""
     machine = fsm(
         "plan",
         {"plan": "planner", "code": "coder"},
@@ -97,8 +99,13 @@ def test_r25_a_valid_fsm_launches_and_the_board_is_held_when_the_run_has_one(reg
         edge("code", "plan", "history"),
     )
     run = registry.CreateRun(_launch(machine)).run
-    assert run.fsm == machine
     assert registry.GetRun(pb.GetRunRequest(run_id=run.run_id)).run.fsm == machine
+    before = all_run_ids(registry)
+    refusal = refused(registry.CreateRun, _launch(machine, board=False))
+    assert (refusal.code, refusal.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FSM")
+    assert refusal.violations[0][0] == "fsm.edges[0].carry[2]" and len(refusal.violations) == 1
+    assert "no board" in refusal.violations[0][1]
+    assert all_run_ids(registry) == before
 
 
 def test_a_root_instance_opens_in_the_initial_state_or_the_state_named(registry: RegistryStub) -> None:

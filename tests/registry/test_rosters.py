@@ -8,6 +8,7 @@ from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreSer
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
 from tests.registry.builders import (
+    KIND_WORD,
     SIX,
     create_run,
     fork,
@@ -88,6 +89,16 @@ def test_r32_the_roster_is_stated_once_on_the_agents_stream_and_never_restated(
         [event] = roster_events(modulestore, run.run_id, opened.agent_id)
         assert list(event.roster.rows) == list(opened.roster)
         assert (event.roster.cause, event.roster.parent_agent_id) == (cause, original.agent_id)
+
+    # One row per kind, in kind order, the kinds the profile turns off and the board of a run without one
+    # included (disabled, no store).
+    lean_run = create_run(registry, profile("lean", tasks=module()), board=False)
+    lean = open_instance(registry, lean_run.run_id, "lean")
+    [event] = roster_events(modulestore, lean_run.run_id, lean.agent_id)
+    assert [(KIND_WORD[r.kind], r.enabled, bool(r.store_id)) for r in event.roster.rows] == [
+        (word, word in ("history", "tasks"), word in ("history", "tasks")) for word in SIX
+    ]
+    assert list(event.roster.rows) == list(lean.roster)
 
 
 def test_r34_store_ids_count_from_zero_per_kind_per_run(registry: RegistryStub) -> None:

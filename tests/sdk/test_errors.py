@@ -105,7 +105,10 @@ def test_r23_write_over_a_cap_is_refused_typed(gg: Client) -> None:
     assert [t.title for t in tasks.contents().tasks] == ["only one"]
 
 
-def test_r50_writes_by_a_non_holder_or_a_read_only_holder_are_refused_typed(gg: Client) -> None:
+def test_r47_writes_by_a_non_holder_or_a_read_only_holder_are_refused_typed(gg: Client) -> None:
+    """The holder check as far as it goes without credentials (the agent id is the caller's word, so this
+    is not yet R50): a write naming an agent that does not hold the store, or holds it read-only, is refused
+    with a typed error and changes nothing."""
     run = gg.create_run("errors", [*PROFILES, Profile("reader", tasks=Capability(read_only=True))])
     planner = gg.open_instance(run.id, "planner")
     writer = gg.open_instance(run.id, "writer")

@@ -3,7 +3,6 @@ and subscriptions read item by item with a deadline (never a sleep)."""
 
 from __future__ import annotations
 
-import importlib
 import queue
 import threading
 import time
@@ -13,7 +12,6 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import structlog
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import Retention
@@ -23,41 +21,23 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
-from ggmodules.runtime.server import RunningServer, start_server
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
-from tests.harness import InProcessService, LoopThread, ServiceProcess, drop_database, new_database_url
+from tests.harness import (
+    InProcessService,
+    InProcessTelemetry,
+    LoopThread,
+    ServiceProcess,
+    drop_database,
+    new_database_url,
+)
 
 DEADLINE = 15.0
-
-
-class InProcessTelemetry:
-    """Telemetry on port 0 in the rig's loop, with a chosen retention."""
-
-    def __init__(
-        self,
-        loop: LoopThread,
-        config: ServiceConfig,
-        retention: Retention | None,
-        recent_bytes: int | None = None,
-    ) -> None:
-        self.loop = loop
-        build = importlib.import_module("ggmodules.server.telemetry.app").build_service
-        log = structlog.get_logger().bind(service="telemetry")
-
-        async def _start() -> RunningServer:
-            service = build(config, log, retention=retention, recent_bytes=recent_bytes)
-            return await start_server(service, config.host, 0, log)
-
-        self.running = loop.run(_start())
-        self.address = self.running.address
-
-    def stop(self) -> None:
-        self.loop.run(self.running.stop(0.5))
-
-    @property
-    def repository(self) -> Any:
-        return self.running.service.extra["repository"]
+# For a run of events taken together (`events`, `until`): one deadline for all of them.
+SPAN = 30.0
+# The longest any one subscription is read, however its items are taken (a loop over heartbeats included):
+# past it a take fails, well before the pytest timeout.
+BUDGET = 60.0
 
 
 class Rig:
@@ -204,10 +184,13 @@ class StreamEnded(Exception):
 
 
 class Subscription:
-    """A Subscribe stream drained by a thread into a queue; the test takes items with a deadline."""
+    """A Subscribe stream drained by a thread into a queue; the test takes items with a deadline, and no
+    take goes past the subscription's budget (BUDGET seconds after it started)."""
 
-    def __init__(self, call: Any) -> None:
+    def __init__(self, call: Any, budget: float = BUDGET) -> None:
         self._call = call
+        self._budget = budget
+        self._expires = time.monotonic() + budget
         self._items: queue.Queue[tel.SubscribeResponse | StreamEnded] = queue.Queue()
         self._thread = threading.Thread(target=self._drain, daemon=True)
         self._thread.start()
@@ -221,40 +204,53 @@ class Subscription:
             self._items.put(StreamEnded(err))
 
     def next(self, deadline: float = DEADLINE) -> tel.SubscribeResponse:
+        """The next item, heartbeats included, within `deadline` seconds."""
+        return self._take(time.monotonic() + deadline, deadline)
+
+    def _take(self, until: float, deadline: float) -> tel.SubscribeResponse:
         try:
-            item = self._items.get(timeout=deadline)
+            item = self._items.get(timeout=max(0.0, min(until, self._expires) - time.monotonic()))
         except queue.Empty:
+            if time.monotonic() >= self._expires:
+                raise AssertionError(f"subscription read for its whole {self._budget}s budget") from None
             raise AssertionError(f"no stream item within {deadline}s") from None
         if isinstance(item, StreamEnded):
             raise item
         return item
 
     def next_event(self, deadline: float = DEADLINE) -> tuple[int, event_pb2.Event]:
-        """The next event (cursor, envelope), passing over heartbeats, within `deadline` seconds in all (a
-        stream that carries only heartbeats fails the test rather than hanging it)."""
-        give_up = time.monotonic() + deadline
+        """The next event (cursor, envelope), passing over heartbeats. The deadline is absolute: heartbeats
+        do not extend it, so a missing event fails here instead of at the pytest timeout."""
+        return self._next_event(time.monotonic() + deadline, deadline)
+
+    def _next_event(self, until: float, deadline: float) -> tuple[int, event_pb2.Event]:
         while True:
-            item = self.next(max(0.0, give_up - time.monotonic()))
+            item = self._take(until, deadline)
             if item.WhichOneof("item") == "event":
                 return item.event.cursor, item.event.event
 
-    def events(self, n: int) -> list[tuple[int, event_pb2.Event]]:
-        return [self.next_event() for _ in range(n)]
+    def events(self, n: int, deadline: float = SPAN) -> list[tuple[int, event_pb2.Event]]:
+        """The next `n` events, all within `deadline` seconds."""
+        until = time.monotonic() + deadline
+        return [self._next_event(until, deadline) for _ in range(n)]
 
-    def until(self, done: Any) -> list[tuple[int, event_pb2.Event]]:
-        """Events up to and including the first for which `done(event)` holds."""
+    def until(self, done: Any, deadline: float = SPAN) -> list[tuple[int, event_pb2.Event]]:
+        """Events up to and including the first for which `done(event)` holds, all within `deadline`
+        seconds."""
+        end = time.monotonic() + deadline
         got = []
         while True:
-            cursor, ev = self.next_event()
+            cursor, ev = self._next_event(end, deadline)
             got.append((cursor, ev))
             if done(ev):
                 return got
 
     def error(self, deadline: float = DEADLINE) -> grpc.RpcError:
-        """The error that ends the stream (items before it are passed over)."""
+        """The error that ends the stream within `deadline` seconds (items before it are passed over)."""
+        end = time.monotonic() + deadline
         while True:
             try:
-                self.next(deadline)
+                self._take(end, deadline)
             except StreamEnded as ended:
                 assert ended.error is not None, "the stream ended without an error"
                 return ended.error

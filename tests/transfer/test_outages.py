@@ -34,6 +34,7 @@ from tests.registry.builders import create_run, full_profile, open_instance
 from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
 
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
+POLL_FIRST, POLL_MAX = 0.01, 0.5
 
 
 def free_port() -> int:
@@ -128,15 +129,29 @@ def cluster(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Cluster]
         c.close()
 
 
+def current(transfer: Any, run_id: str, request_id: str) -> transfer_pb2.Transfer:
+    got: transfer_pb2.Transfer = transfer.GetTransfer(
+        tr.GetTransferRequest(run_id=run_id, request_id=request_id)
+    ).transfer
+    return got
+
+
 def settled(transfer: Any, run_id: str, request_id: str, timeout: float = 30) -> transfer_pb2.Transfer:
-    """Polls GetTransfer until the transfer is no longer pending (the resumer finished it)."""
+    """GetTransfer until the transfer is no longer pending (the resumer finished it), failing at `timeout`.
+
+    Transfer offers nothing to wait on for a transfer another party drives, so this polls, backing off from
+    POLL_FIRST to POLL_MAX seconds between reads instead of spinning."""
     deadline = time.monotonic() + timeout
+    delay = POLL_FIRST
     while True:
-        got: transfer_pb2.Transfer = transfer.GetTransfer(
-            tr.GetTransferRequest(run_id=run_id, request_id=request_id)
-        ).transfer
-        if got.state != transfer_pb2.TRANSFER_STATE_PENDING or time.monotonic() > deadline:
+        got = current(transfer, run_id, request_id)
+        left = deadline - time.monotonic()
+        if got.state != transfer_pb2.TRANSFER_STATE_PENDING:
             return got
+        if left <= 0:
+            raise AssertionError(f"transfer {request_id!r} still pending after {timeout}s")
+        time.sleep(min(delay, left))
+        delay = min(delay * 2, POLL_MAX)
 
 
 def _exactly_once(modulestore: Any, registry: Any, run_id: str, planner: Any, done: Any, since: int) -> None:
@@ -167,7 +182,7 @@ def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(clus
 
     assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
     assert "ModuleStore" in message and "same request_id" in message
-    pending = settled(transfer, run.run_id, "while-down", timeout=0)
+    pending = current(transfer, run.run_id, "while-down")
     assert pending.state == transfer_pb2.TRANSFER_STATE_PENDING
     assert instance_ids(registry, run.run_id) == [planner.agent_id]  # reserved, invisible
     assert instance(registry, run.run_id, planner.agent_id).successor_agent_id == ""

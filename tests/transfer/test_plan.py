@@ -177,13 +177,15 @@ def test_r21_reinitialized_memories_note_says_why_in_a_sentence() -> None:
     assert memories is not None and memories.handing is not None
     assert memories.handing.action is BindAction.NAMED
     assert memories.handing.named_key == "profile/coder/memories"
-    assert memories.note == (
-        "memories were re-initialized: planner-0 kept a scratchpad and profile coder keeps a markdown index, "
-        "and a scratchpad cannot be read as a markdown index"
-    )
+    # Why, in a sentence: the kind, the outcome, both strategies, both sides.
+    note = memories.note
+    assert note.startswith("memories were re-initialized")
+    assert all(w in note for w in ("planner-0", "profile coder", "a scratchpad", "a markdown index"))
+    assert note.index("a scratchpad") < note.index("a markdown index")
 
 
 def test_opening_note_reads_as_sentences() -> None:
+    """The one golden test of the opening note's wording; the others check what it names."""
     after = profile("coder", M, T, A, memories=spec(M, strategy=INDEX))
     plan = plan_exec(sides(profile("planner", M, T, S), after, roster(H, M, T, B, S), board=True))
     assert plan.opening_note == (
@@ -195,10 +197,13 @@ def test_opening_note_reads_as_sentences() -> None:
 
 def test_transition_note_names_what_the_edge_leaves_behind() -> None:
     plan = plan_transition(sides(PLANNER, profile("coder", A), roster(H, T, A)), Edge("plan", "code", (H,)))
-    assert plan.opening_note == (
-        "history arrived from planner-0; tasks were dropped: the transition to code does not carry them; "
-        "archive starts fresh: the transition to code does not carry it."
-    )
+    # What arrived and from whom, then one sentence per kind left behind, naming the edge's target.
+    arrived, *rest = plan.opening_note.rstrip(".").split("; ")
+    assert arrived == "history arrived from planner-0"
+    assert [(s.split()[0], "dropped" in s, "fresh" in s, "transition to code" in s) for s in rest] == [
+        ("tasks", True, False, True),
+        ("archive", False, True, True),
+    ]
 
 
 @pytest.mark.parametrize("origin", [Origin.PROFILE, Origin.INHERITED])
