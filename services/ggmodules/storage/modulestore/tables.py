@@ -74,7 +74,7 @@ class MsArchiveVector(SQLModel, table=True):
 
     run_id: str = Field(primary_key=True)
     store_id: str = Field(primary_key=True)
-    seq: int = Field(primary_key=True)
+    seq: int = Field(primary_key=True, sa_type=SEQ)
     model: str = Field(primary_key=True)
     # float32 values, little-endian, unit length.
     vector: bytes = Field(sa_column=Column(LargeBinary, nullable=False))

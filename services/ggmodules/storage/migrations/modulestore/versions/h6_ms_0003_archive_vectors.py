@@ -19,7 +19,8 @@ def upgrade() -> None:
         "ms_archive_vectors",
         sa.Column("run_id", sqlmodel.sql.sqltypes.AutoString(), nullable=False),
         sa.Column("store_id", sqlmodel.sql.sqltypes.AutoString(), nullable=False),
-        sa.Column("seq", sa.Integer(), nullable=False),
+        # 64-bit on PostgreSQL, like the thread's seq (h1_ms_0002).
+        sa.Column("seq", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), nullable=False),
         sa.Column("model", sqlmodel.sql.sqltypes.AutoString(), nullable=False),
         sa.Column("vector", sa.LargeBinary(), nullable=False),
         sa.PrimaryKeyConstraint("run_id", "store_id", "seq", "model"),
