@@ -190,6 +190,7 @@ def test_r11_a_fork_searches_exactly_the_threads_it_holds(modulestore: Stub, sui
     archive(modulestore, a, "shared two", "deploy notes")
     entries = index_entries(suite)
     fork = bind(modulestore, a.run_id, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    fork.profile = a.profile  # a copy runs its source's profile (R17)
     assert index_entries(suite) == entries  # a fork copies none of the index
     archive(modulestore, a, "parent after fork", "deploy notes")
     archive(modulestore, fork, "fork's own", "deploy notes")
