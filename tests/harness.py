@@ -48,6 +48,9 @@ BACKENDS = [
         "postgres", id="postgres", marks=pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
     ),
 ]
+# For what only PostgreSQL has (concurrent writers, its visibility rules): reported as skipped without a URL.
+POSTGRES_ONLY = BACKENDS[1:]
+needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -34,6 +34,9 @@ from tests.bench.raw_stream import stream_stub
 from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
+# Fork and exec costs are measured on 100,000-message histories (27 MB), past the 2 MiB a store may hold by
+# default (GGMODULES_MODULESTORE_MAX_STORE_BYTES): the bench's ModuleStore lets a history grow that far.
+LONG_HISTORIES = {"GGMODULES_MODULESTORE_MAX_STORE_BYTES_HISTORY": str(64 * 1024 * 1024)}
 
 
 def percentile(samples: list[float], q: float) -> float:
@@ -92,7 +95,9 @@ class ModuleStoreBench:
     def __init__(self, label: str, database_url: str, quick: bool) -> None:
         self.label = label
         self.quick = quick
-        self.proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
+        self.proc = ServiceProcess(
+            "modulestore", "--database-url", database_url, "--log-level", "warning", env=LONG_HISTORIES
+        )
         self.channel = grpc.insecure_channel(self.proc.address)
         self.stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
@@ -177,7 +182,9 @@ class TransferBench:
         quiet = ("--log-level", os.environ.get("GGMODULES_BENCH_LOG_LEVEL", "warning"))
         self.procs: list[ServiceProcess] = []
         try:
-            self.procs.append(ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet))
+            self.procs.append(
+                ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet, env=LONG_HISTORIES)
+            )
             ms_address = self.procs[0].address
             self.procs.append(ServiceProcess("registry", "--database-url", self.urls[1],
                                              "--modulestore-address", ms_address, *quiet))
@@ -321,7 +328,9 @@ class TelemetryBench:
         try:
             for service in services:
                 self.urls.append(new_database_url(backend, service, directory, postgres_url))
-            self.procs.append(ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet))
+            self.procs.append(
+                ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet, env=LONG_HISTORIES)
+            )
             ms_address = self.procs[0].address
             self.procs.append(ServiceProcess("registry", "--database-url", self.urls[1],
                                              "--modulestore-address", ms_address, *quiet))

@@ -267,7 +267,7 @@ class Run:
         once the subscriber has caught up), after Telemetry has caught up with the run."""
         self.settle()
         out: list[tel.StreamEvent] = []
-        for response in self.subscribe(heartbeat_ms=20):
+        for response in self.subscribe(heartbeat_ms=50):
             if response.WhichOneof("item") == "heartbeat":
                 return out
             out.append(response.event)

@@ -188,7 +188,7 @@ def test_r11_a_fork_searches_exactly_the_threads_it_holds(modulestore: Stub, sui
     archive(modulestore, a, "shared one", "deploy notes")
     archive(modulestore, a, "shared two", "deploy notes")
     entries = index_entries(suite)
-    fork = fork_agent(modulestore, a, "coder-1")
+    fork = fork_agent(modulestore, a, "coder-1")  # the copy runs its source's profile (R17)
     assert index_entries(suite) == entries  # a fork copies none of the index
     archive(modulestore, a, "parent after fork", "deploy notes")
     archive(modulestore, fork, "fork's own", "deploy notes")

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Engine
 from ggmodules.core.errors import Contention, Reason
 from ggmodules.runtime.errors import to_status
 from ggmodules.storage.contention import Retries, lost_to_concurrency, retrying
-from tests.harness import POSTGRES_URL, drop_database, new_database_url
+from tests.harness import drop_database, needs_postgres, new_database_url
 
 QUICK = Retries(attempts=4, first_delay=0.01, max_delay=0.04)
 
@@ -90,42 +90,41 @@ def test_only_losing_to_concurrency_is_retried(tmp_path: Path) -> None:
     engine.dispose()
 
 
-# Deadlocks are PostgreSQL's (SQLite has one writer at a time): defined when a server is given.
-if POSTGRES_URL:
-
-    @pytest.fixture()
-    def postgres(tmp_path: Path) -> Iterator[Engine]:
-        url = new_database_url("postgres", "contention", tmp_path)
-        engine = create_engine(url)
-        with engine.begin() as conn:
-            conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)"))
-            conn.execute(text("INSERT INTO t VALUES (1, 0), (2, 0)"))
-        yield engine
-        engine.dispose()
-        drop_database(url)
+# Deadlocks are PostgreSQL's (SQLite has one writer at a time): reported as skipped without a server.
+@pytest.fixture()
+def postgres(tmp_path: Path) -> Iterator[Engine]:
+    url = new_database_url("postgres", "contention", tmp_path)
+    engine = create_engine(url)
+    with engine.begin() as conn:
+        conn.execute(text("CREATE TABLE t (id INTEGER PRIMARY KEY, v INTEGER NOT NULL)"))
+        conn.execute(text("INSERT INTO t VALUES (1, 0), (2, 0)"))
+    yield engine
+    engine.dispose()
+    drop_database(url)
 
 
-    def test_r47_both_sides_of_a_real_postgresql_deadlock_end_applied(postgres: Engine) -> None:
-        """Two transactions lock rows 1 and 2 in opposite orders: PostgreSQL aborts one (40P01); it is run
-        again once the other has committed, and both increments land."""
-        both_hold_one = threading.Barrier(2)
-        attempts = {1: 0, 2: 0}
+@needs_postgres
+def test_r47_both_sides_of_a_real_postgresql_deadlock_end_applied(postgres: Engine) -> None:
+    """Two transactions lock rows 1 and 2 in opposite orders: PostgreSQL aborts one (40P01); it is run
+    again once the other has committed, and both increments land."""
+    both_hold_one = threading.Barrier(2)
+    attempts = {1: 0, 2: 0}
 
-        def cross(first: int) -> None:
-            attempts[first] += 1
-            with postgres.begin() as conn:
-                conn.execute(text("UPDATE t SET v = v + 1 WHERE id = :id"), {"id": first})
-                if attempts[first] == 1:
-                    both_hold_one.wait()
-                conn.execute(text("UPDATE t SET v = v + 1 WHERE id = :id"), {"id": 3 - first})
+    def cross(first: int) -> None:
+        attempts[first] += 1
+        with postgres.begin() as conn:
+            conn.execute(text("UPDATE t SET v = v + 1 WHERE id = :id"), {"id": first})
+            if attempts[first] == 1:
+                both_hold_one.wait()
+            conn.execute(text("UPDATE t SET v = v + 1 WHERE id = :id"), {"id": 3 - first})
 
-        other = threading.Thread(target=retrying, args=(lambda: cross(2), QUICK))
-        other.start()
-        retrying(lambda: cross(1), QUICK)
-        other.join()
-        assert sorted(attempts.values()) == [1, 2]
-        with postgres.connect() as conn:
-            assert conn.execute(text("SELECT v FROM t ORDER BY id")).scalars().all() == [2, 2]
+    other = threading.Thread(target=retrying, args=(lambda: cross(2), QUICK))
+    other.start()
+    retrying(lambda: cross(1), QUICK)
+    other.join()
+    assert sorted(attempts.values()) == [1, 2]
+    with postgres.connect() as conn:
+        assert conn.execute(text("SELECT v FROM t ORDER BY id")).scalars().all() == [2, 2]
 
 
 def _details(status: grpc.Status) -> list[any_pb2.Any]:

@@ -25,7 +25,7 @@ from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
-from tests.harness import BACKENDS
+from tests.harness import POSTGRES_ONLY
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import Rig, Subscription, is_write_of
 
@@ -35,7 +35,7 @@ HELD_HEARTBEATS = 110
 PROMPT_HEARTBEATS = 40
 
 
-@pytest.fixture(scope="module", params=[b for b in BACKENDS if b == "postgres"])
+@pytest.fixture(scope="module", params=POSTGRES_ONLY)
 def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
     r = Rig(request.param, Path(tmp_path_factory.mktemp("frontier")))
     yield r

@@ -269,6 +269,12 @@ class InvalidQueryError(GGModulesError):
         return self.metadata.get("problem", "")
 
 
+class MalformedRequestError(GGModulesError):
+    """The request body did not decode as the RPC's request message; nothing was read or changed."""
+
+    REASON = "MALFORMED_REQUEST"
+
+
 class DeadlineExceededError(GGModulesError):
     """The call's deadline passed before a service answered. Mutations may or may not have applied:
     retrying with the same request id is safe."""

@@ -161,7 +161,8 @@ def search(ref: ModuleRef, query: str, *, page_size: int = 0, page_token: str = 
 def get_store(run_id: str, store_id: str, agent_id: str, *, after_seq: int = 0,
               page_size: int = 0) -> Plan[r.Store]:
     """A store with its holders, figures and contents as `agent_id` (a holder) sees them. History:
-    messages after `after_seq`, at most `page_size` (0: all)."""
+    messages (or an archive's threads) after `after_seq`, at most `page_size` (0: the default page of
+    1,000; never more than 1,000)."""
     request = pb.GetStoreRequest(run_id=run_id, store_id=store_id, agent_id=agent_id, after_seq=after_seq,
                                  page_size=page_size)
     return read("modulestore", "GetStore", request, lambda resp: decode.store(resp.store, resp.contents))
@@ -182,7 +183,8 @@ def _contents(plan: Plan[r.Store], cls: type[C]) -> Plan[C]:
 
 
 def history(ref: ModuleRef, *, after_seq: int = 0, page_size: int = 0) -> Plan[r.HistoryContents]:
-    """The window: system prompt, messages after `after_seq` (at most `page_size`, 0: all), views, pins."""
+    """The window: system prompt, messages after `after_seq` (at most `page_size`; 0: the default page of
+    1,000), views, pins. `message_count` tells whether more messages follow."""
     return _contents(get_store(ref.run_id, ref.store_id, ref.agent_id, after_seq=after_seq,
                                page_size=page_size), r.HistoryContents)
 

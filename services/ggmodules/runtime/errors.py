@@ -2,9 +2,20 @@
 
 Every refusal travels as a `google.rpc.Status` with a `google.rpc.ErrorInfo` (reason, domain, metadata)
 and, when fields are at fault, a `google.rpc.BadRequest` listing each of them.
+
+A refusal may quote what the caller sent, and that can be as large as the request. The status travels in
+the trailers, which a client refuses beyond its metadata limit (16 KiB for grpc's Python client), and then
+it sees RESOURCE_EXHAUSTED without the ErrorInfo. So what a refusal carries is bounded here, in one place:
+every run of text without spaces is cut to `QUOTE_CHARS` characters (an id or a value, quoted or not), the
+message to `MESSAGE_BYTES`, each metadata value to `VALUE_BYTES`, the violations to `MAX_VIOLATIONS` (each
+field and description to `VALUE_BYTES`); a cut ends in "…". Should the details still exceed
+`DETAILS_BYTES`, the field violations go first, then the metadata values shrink; the reason is never cut.
+With these figures the two trailers a refusal adds stay under 12 KiB, whatever was sent.
 """
 
 from __future__ import annotations
+
+import re
 
 import grpc
 from google.protobuf import any_pb2
@@ -14,6 +25,12 @@ from grpc_status import rpc_status
 from ggmodules.core.errors import Code, DomainError
 
 ERROR_DOMAIN = "ggmodules.dev"
+QUOTE_CHARS = 200
+MESSAGE_BYTES = 1024
+VALUE_BYTES = 256
+MAX_VIOLATIONS = 10
+DETAILS_BYTES = 6 * 1024
+ELLIPSIS = "…"
 
 _GRPC_CODES: dict[Code, int] = {
     Code.INVALID_ARGUMENT: code_pb2.INVALID_ARGUMENT,
@@ -28,20 +45,55 @@ _GRPC_CODES: dict[Code, int] = {
     Code.UNAVAILABLE: code_pb2.UNAVAILABLE,
     Code.INTERNAL: code_pb2.INTERNAL,
 }
+_LONG_RUN = re.compile(rf"\S{{{QUOTE_CHARS + 1},}}")
 
 
 def to_status(err: DomainError) -> grpc.Status:
-    info = error_details_pb2.ErrorInfo(reason=err.reason.value, domain=ERROR_DOMAIN, metadata=err.metadata)
-    details = [_pack(info)]
-    if err.violations:
-        bad = error_details_pb2.BadRequest(
-            field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(field=f, description=d) for f, d in err.violations
-            ]
-        )
-        details.append(_pack(bad))
-    status = status_pb2.Status(code=_GRPC_CODES[err.code], message=err.message, details=details)
+    metadata = {key[:64]: bounded(value, VALUE_BYTES) for key, value in err.metadata.items()}
+    status = status_pb2.Status(
+        code=_GRPC_CODES[err.code],
+        message=bounded(err.message, MESSAGE_BYTES),
+        details=[_info(err, metadata), *_bad_request(err)],
+    )
+    if status.ByteSize() > DETAILS_BYTES:
+        small = {key: bounded(value, 32) for key, value in list(metadata.items())[:16]}
+        status.ClearField("details")
+        status.details.append(_info(err, small))
     return rpc_status.to_status(status)
+
+
+def _info(err: DomainError, metadata: dict[str, str]) -> any_pb2.Any:
+    return _pack(error_details_pb2.ErrorInfo(reason=err.reason.value, domain=ERROR_DOMAIN, metadata=metadata))
+
+
+def _bad_request(err: DomainError) -> list[any_pb2.Any]:
+    if not err.violations:
+        return []
+    shown = err.violations[:MAX_VIOLATIONS]
+    violations = [
+        error_details_pb2.BadRequest.FieldViolation(
+            field=bounded(f, VALUE_BYTES), description=bounded(d, VALUE_BYTES)
+        )
+        for f, d in shown
+    ]
+    if len(err.violations) > len(shown):
+        more = len(err.violations) - len(shown)
+        violations.append(error_details_pb2.BadRequest.FieldViolation(description=f"and {more} more"))
+    return [_pack(error_details_pb2.BadRequest(field_violations=violations))]
+
+
+def bounded(text: str, max_bytes: int) -> str:
+    """`text` with every run of more than QUOTE_CHARS non-space characters cut, then at most `max_bytes`
+    of UTF-8 (cut on a character boundary)."""
+    if len(text) > QUOTE_CHARS:
+        text = _LONG_RUN.sub(lambda m: m.group()[:QUOTE_CHARS] + ELLIPSIS, text)
+    if len(text) * 4 <= max_bytes:
+        return text
+    encoded = text.encode()
+    if len(encoded) <= max_bytes:
+        return text
+    room = max_bytes - len(ELLIPSIS.encode())
+    return encoded[:room].decode(errors="ignore") + ELLIPSIS
 
 
 def _pack(msg: object) -> any_pb2.Any:

@@ -2,6 +2,14 @@
 
 Handlers raise `DomainError`; this is the only place that turns them into a gRPC status. Anything else
 escaping a handler is a defect: it is logged with its traceback and answered INTERNAL.
+
+It is also where every service meets its input and output as bytes, so three guards live here, the same
+for unary and server-streaming RPCs:
+- a body that does not decode as the request message is refused INVALID_ARGUMENT (MALFORMED_REQUEST)
+  instead of grpc's UNKNOWN: the deserializer hands the handler a marker rather than raising;
+- every id in the request is checked (`ggmodules.wire.ids`) before the handler runs, so before any SQL;
+- an answer larger than a message may carry is refused RESOURCE_EXHAUSTED (TOO_LARGE) with a reason,
+  instead of failing inside grpc with none: the wrapper serializes the answer itself and measures it.
 """
 
 from __future__ import annotations
@@ -9,20 +17,33 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
 import grpc
 import structlog
 
-from ggmodules.core.errors import DomainError
+from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted
 from ggmodules.runtime.errors import to_status
+from ggmodules.wire.ids import check_ids
 
 REQUEST_ID_HEADER = "x-request-id"
+Serialize = Callable[[Any], bytes]
+Deserialize = Callable[[bytes], Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Undecodable:
+    """What the deserializer hands on for a body that does not decode: the handler refuses it."""
+
+    size: int
+    error: str
 
 
 class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    def __init__(self, log: structlog.typing.FilteringBoundLogger) -> None:
+    def __init__(self, log: structlog.typing.FilteringBoundLogger, max_response_bytes: int) -> None:
         self._log = log
+        self._max_response_bytes = max_response_bytes
 
     async def intercept_service(
         self,
@@ -38,6 +59,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         meta = dict(details.invocation_metadata or ())
         call_id = str(meta.get(REQUEST_ID_HEADER) or uuid.uuid4().hex)
         log = self._log
+        decode = _decoder(handler.request_deserializer)
+        encode = _encoder(handler.response_serializer, method, self._max_response_bytes)
 
         if handler.unary_unary is not None:
             inner = handler.unary_unary
@@ -46,7 +69,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
                 started = time.perf_counter()
                 try:
-                    return await inner(request, context)
+                    _admit(request)
+                    return encode(await inner(request, context))
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
@@ -56,9 +80,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     structlog.contextvars.clear_contextvars()
 
             return grpc.unary_unary_rpc_method_handler(
-                unary,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                unary, request_deserializer=decode, response_serializer=_as_is
             )
 
         if handler.unary_stream is not None:
@@ -67,8 +89,9 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
                 try:
+                    _admit(request)
                     async for item in inner_stream(request, context):
-                        yield item
+                        yield encode(item)
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
@@ -77,11 +100,53 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     structlog.contextvars.clear_contextvars()
 
             return grpc.unary_stream_rpc_method_handler(
-                stream,
-                request_deserializer=handler.request_deserializer,
-                response_serializer=handler.response_serializer,
+                stream, request_deserializer=decode, response_serializer=_as_is
             )
         return handler
+
+
+def _decoder(deserialize: Deserialize | None) -> Deserialize:
+    def decode(data: bytes) -> Any:
+        if deserialize is None:
+            return data
+        try:
+            return deserialize(data)
+        except Exception as exc:  # DecodeError, and whatever else a parser of untrusted bytes raises
+            return Undecodable(len(data), type(exc).__name__)
+
+    return decode
+
+
+def _encoder(serialize: Serialize | None, method: str, limit: int) -> Serialize:
+    def encode(response: Any) -> bytes:
+        data: bytes = response if serialize is None else serialize(response)
+        if len(data) > limit:
+            raise ResourceExhausted(
+                f"the answer to {method.rsplit('/', 1)[-1]} would be {len(data):,} bytes, over the "
+                f"{limit:,} bytes one message may carry; ask for less (a smaller page_size, or page "
+                "from after_seq) or keep the store smaller",
+                reason=Reason.TOO_LARGE,
+                metadata={"method": method, "size": str(len(data)), "limit": str(limit)},
+            )
+        return data
+
+    return encode
+
+
+def _as_is(data: bytes) -> bytes:
+    return data
+
+
+def _admit(request: Any) -> None:
+    """Refuses, before the handler runs, a body that did not decode and any malformed id."""
+    if isinstance(request, Undecodable):
+        raise InvalidArgument(
+            f"the request body ({request.size} bytes) is not a valid encoding of this RPC's request "
+            f"message ({request.error}); send the message the RPC's contract names",
+            reason=Reason.MALFORMED_REQUEST,
+            metadata={"size": str(request.size), "error": request.error},
+        )
+    check_ids(request)
 
 
 async def _refuse(
@@ -89,7 +154,7 @@ async def _refuse(
 ) -> None:
     """Ends the call (both aborts raise): a DomainError as its status (R47), anything else as a defect."""
     if isinstance(exc, DomainError):
-        log.info("refused", reason=exc.reason.value, code=exc.code.value, message=exc.message)
+        log.info("refused", reason=exc.reason.value, code=exc.code.value, message=exc.message[:500])
         await context.abort_with_status(to_status(exc))
     log.exception("defect")
     await context.abort(grpc.StatusCode.INTERNAL, "internal error; see the service log")

@@ -18,7 +18,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
 from ggmodules.runtime.interceptors import CallInterceptor
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
@@ -55,7 +55,7 @@ class RunningServer:
 async def start_server(
     service: Service, host: str, port: int, log: structlog.typing.FilteringBoundLogger
 ) -> RunningServer:
-    server = grpc.aio.server(interceptors=[CallInterceptor(log)], options=SERVER_OPTIONS)
+    server = grpc.aio.server(interceptors=[CallInterceptor(log, MAX_MESSAGE_BYTES)], options=SERVER_OPTIONS)
     service.register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)

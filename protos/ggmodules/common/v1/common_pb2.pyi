@@ -245,6 +245,10 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
     too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
     """
+    ERROR_REASON_MALFORMED_REQUEST: _ErrorReason.ValueType  # 37
+    """The request body is not a valid encoding of the RPC's request message (it does not parse, or a
+    string field is not UTF-8); nothing was read or changed.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -336,6 +340,10 @@ database) through every retry the service allows; nothing was applied. Retry wit
 ERROR_REASON_INVALID_QUERY: ErrorReason.ValueType  # 36
 """A search_archive query that cannot be searched; ErrorInfo metadata `problem` says why (empty, too_long,
 too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words).
+"""
+ERROR_REASON_MALFORMED_REQUEST: ErrorReason.ValueType  # 37
+"""The request body is not a valid encoding of the RPC's request message (it does not parse, or a
+string field is not UTF-8); nothing was read or changed.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -598,8 +598,11 @@ class GetStoreRequest(_message.Message):
     agent_id: _builtins.str
     """The reader; must hold the store. Its own read set is shown for skills."""
     after_seq: _builtins.int
-    """History: messages after this seq (0 = from the start), at most `page_size` of them (0 = all)."""
+    """History: messages after this seq; archive: threads after this thread id (0 = from the start)."""
     page_size: _builtins.int
+    """At most this many messages or threads: 0 = the default page of 1,000, and never more than 1,000.
+    A history's message_count tells whether more follow.
+    """
     def __init__(
         self,
         *,
@@ -653,6 +656,7 @@ class ListStoresRequest(_message.Message):
     kind: _common_pb2.Kind.ValueType
     """KIND_UNSPECIFIED lists every kind."""
     page_size: _builtins.int
+    """0 = the default page of 100; never more than 1,000."""
     page_token: _builtins.str
     def __init__(
         self,

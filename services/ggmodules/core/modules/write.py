@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.modules import archive, board, history, memories, skills, tasks
+from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits, check_store_size
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.ops import OP_KIND, OP_NAME, AppendMessages, ArchiveThread, Op
 from ggmodules.core.modules.states import KindState
@@ -12,9 +13,15 @@ from ggmodules.core.modules.validation import check_op
 
 
 def apply_write(
-    head: StoreHead, op: Op, state: KindState, writer: str, read_set: tuple[str, ...] = ()
+    head: StoreHead,
+    op: Op,
+    state: KindState,
+    writer: str,
+    read_set: tuple[str, ...] = (),
+    limits: StoreLimits = DEFAULT_LIMITS,
 ) -> Applied:
-    """Applies `op` by `writer`. `state` may be None for log operations (they never read it)."""
+    """Applies `op` by `writer`. `state` may be None for log operations (they never read it). The store
+    may not grow past `limits` (the service's own ceiling, beside the profile's caps)."""
     check_op(op)
     kind = OP_KIND[type(op)]
     if kind != head.kind:
@@ -25,6 +32,7 @@ def apply_write(
         )
     applied = _apply(head, op, state, writer, read_set)
     h, f = applied.head, applied.head.figures
+    check_store_size(head.kind, limits.for_kind(head.kind), head.figures, f)
     applied.head = StoreHead(
         h.kind,
         h.caps,

@@ -23,6 +23,7 @@ from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.server import Service
 from ggmodules.semantic import load_embedder
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
+from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.engine import is_sqlite, make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
@@ -41,7 +42,7 @@ async def run_in_thread(fn: Callable[..., T], *args: Any) -> T:
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
     engine = make_engine(config.database_url)
     inline = is_sqlite(engine)
-    repo = ModuleStoreRepository(engine, pinned=inline)
+    repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)

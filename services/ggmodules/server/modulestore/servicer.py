@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 import grpc
 
-from ggmodules.core.modules import handover
+from ggmodules.core.modules import handover, pages
 from ggmodules.core.modules.archive_search import SearchMode, plan_search
 from ggmodules.core.modules.archive_semantic import Embedder
 from ggmodules.core.modules.binding import check_plan
@@ -93,7 +93,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
             request.store_id,
             request.agent_id,
             max(request.after_seq, 0),
-            max(request.page_size, 0),
+            pages.STORE_CONTENTS.size(request.page_size),
         )
         return convert.store_response(view)
 
@@ -102,9 +102,9 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     ) -> svc.ListStoresResponse:
         _require(run_id=request.run_id)
         kind = convert.optional_kind(request.kind)
-        stores, token = await self._run(
-            self._repo.list_stores, request.run_id, kind, request.page_size, request.page_token
-        )
+        size = pages.STORES.size(request.page_size)
+        run_id, token = request.run_id, request.page_token
+        stores, token = await self._run(self._repo.list_stores, run_id, kind, size, token)
         return svc.ListStoresResponse(stores=[convert.store_pb(s) for s in stores], next_page_token=token)
 
     async def RenderPrompt(
@@ -157,7 +157,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self, request: svc.ReadOutboxRequest, context: grpc.aio.ServicerContext
     ) -> svc.ReadOutboxResponse:
         check_name("run_id", request.run_id, required=False)
-        limit = min(request.page_size, 1000) if request.page_size > 0 else 100
+        limit = pages.OUTBOX.size(request.page_size)
         after = max(request.after_origin_seq, 0)
         page = await self._run(self._repo.read_outbox, after, limit, request.run_id)
         return svc.ReadOutboxResponse(events=page.events, head_origin_seq=page.head)

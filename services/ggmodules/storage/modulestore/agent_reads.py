@@ -13,6 +13,7 @@ from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
 from ggmodules.core.modules.archive_semantic import thread_text
+from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
 from ggmodules.core.modules.contents import ArchiveContents
 from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.prompt import Contribution, render
@@ -45,7 +46,14 @@ def render_prompt(conn: Connection, run_id: str, agent_id: str) -> list[Contribu
     ]
 
 
-def call_tool(conn: Connection, outbox: FastOutbox, run_id: str, agent_id: str, call: ToolCall) -> Result:
+def call_tool(
+    conn: Connection,
+    outbox: FastOutbox,
+    run_id: str,
+    agent_id: str,
+    call: ToolCall,
+    limits: StoreLimits = DEFAULT_LIMITS,
+) -> Result:
     stores = held(conn, run_id, agent_id, call.kind)
     if not stores:
         successor = handovers.successor_of(conn, run_id, agent_id)
@@ -60,7 +68,9 @@ def call_tool(conn: Connection, outbox: FastOutbox, run_id: str, agent_id: str, 
     if call.searches:
         search = search_of(call, row.store_id)
         return found(archive_index.search(conn, run_id, row.store_id, row.head_seq, search))
-    written = writing.write(conn, outbox, run_id, agent_id, row.store_id, call.op) if call.op else None
+    written = None
+    if call.op:
+        written = writing.write(conn, outbox, run_id, agent_id, row.store_id, call.op, limits)
     if not call.needs_contents:
         return result_of(call, ArchiveContents(), written)
     if written is not None:

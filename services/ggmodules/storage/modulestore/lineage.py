@@ -61,15 +61,19 @@ def read_messages(
     return tuple(Message(r.seq, r.role, r.content, r.turn) for r in conn.execute(q))
 
 
-def read_threads(conn: Connection, run_id: str, store_id: str) -> list[ArchivedThread]:
+def read_threads(
+    conn: Connection, run_id: str, store_id: str, after_seq: int = 0, limit: int = 0
+) -> list[ArchivedThread]:
     segs = segments(conn, run_id, store_id)
     if not segs:
         return []
     q = (
         select(THREADS.c.seq, THREADS.c.title, THREADS.c.messages)
-        .where(_where(THREADS, run_id, segs, 0))
+        .where(_where(THREADS, run_id, segs, after_seq))
         .order_by(THREADS.c.seq)
     )
+    if limit > 0:
+        q = q.limit(limit)
     return [thread_of(r.seq, r.title, r.messages) for r in conn.execute(q)]
 
 

@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.core.errors import InvalidArgument, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules import skills
+from ggmodules.core.modules import pages, skills
 from ggmodules.core.modules.board import BoardState
 from ggmodules.core.modules.contents import ArchiveContents, Contents
 from ggmodules.core.modules.figures import Caps, Figures
@@ -33,13 +33,13 @@ from ggmodules.storage.modulestore.lookup import (
     store_row,
 )
 
-MAX_PAGE = 1000
-
 
 def get_store(
     conn: Connection, run_id: str, store_id: str, agent_id: str = "", after_seq: int = 0, page_size: int = 0
 ) -> StoreView:
-    """`agent_id` empty: an observer's view (no read set); otherwise the reader must hold the store."""
+    """`agent_id` empty: an observer's view (no read set); otherwise the reader must hold the store. A
+    history's messages and an archive's threads after `after_seq`, at most `page_size` (0: all of them;
+    the servicer never asks for that)."""
     row = store_row(conn, run_id, store_id, agent_id)
     holders = _holders(conn, run_id, [store_id]).get(store_id, [])
     read_set: tuple[str, ...] = ()
@@ -64,7 +64,7 @@ def contents_of(
         return state.contents()
     if isinstance(state, skills.SkillsState):
         return state.contents(head.directory, read_set)
-    return ArchiveContents(tuple(read_threads(conn, row.run_id, row.store_id)))
+    return ArchiveContents(tuple(read_threads(conn, row.run_id, row.store_id, after_seq, page_size)))
 
 
 def list_stores(
@@ -72,7 +72,7 @@ def list_stores(
 ) -> tuple[list[StoreInfo], str]:
     if not run_exists(conn, run_id):
         raise missing(conn, run_id, "")
-    size = min(page_size, MAX_PAGE) if page_size > 0 else 100
+    size = pages.STORES.size(page_size)
     q = select(STORES).where(STORES.c.run_id == run_id)
     if kind is not None:
         q = q.where(STORES.c.kind == int(kind))

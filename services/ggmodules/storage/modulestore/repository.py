@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
 from ggmodules.core.modules.binding import BindPlan, RosterRow
+from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
 from ggmodules.core.modules.handover import HandoverPlan, KindResult
 from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
@@ -36,8 +37,9 @@ T = TypeVar("T")
 
 
 class ModuleStoreRepository:
-    def __init__(self, engine: Engine, *, pinned: bool = False) -> None:
+    def __init__(self, engine: Engine, *, pinned: bool = False, limits: StoreLimits = DEFAULT_LIMITS) -> None:
         migrate(engine, "modulestore")
+        self.limits = limits
         self.transactions = Transactions(engine, pinned=pinned)
         self.outbox = FastOutbox(ORIGIN)
         self.requests = FastRequestLog()
@@ -66,10 +68,10 @@ class ModuleStoreRepository:
         return handover.handover(conn, self.outbox, plan)
 
     def write(self, conn: Connection | Tx, run_id: str, agent_id: str, store_id: str, op: Op) -> WriteResult:
-        return writing.write(conn, self.outbox, run_id, agent_id, store_id, op)
+        return writing.write(conn, self.outbox, run_id, agent_id, store_id, op, self.limits)
 
     def call_tool(self, conn: Connection, run_id: str, agent_id: str, call: ToolCall) -> Result:
-        return agent_reads.call_tool(conn, self.outbox, run_id, agent_id, call)
+        return agent_reads.call_tool(conn, self.outbox, run_id, agent_id, call, self.limits)
 
     # ---- reads --------------------------------------------------------------------------------------
 

@@ -12,6 +12,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
+from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
 from ggmodules.core.modules.contents import Contents, SkillsContents
 from ggmodules.core.modules.figures import Caps, Figures
 from ggmodules.core.modules.handover import handed_on
@@ -95,7 +96,13 @@ _INSERT_THREAD = Prepared(
 
 
 def write(
-    conn: Connection | Tx, outbox: FastOutbox, run_id: str, agent_id: str, store_id: str, op: Op
+    conn: Connection | Tx,
+    outbox: FastOutbox,
+    run_id: str,
+    agent_id: str,
+    store_id: str,
+    op: Op,
+    limits: StoreLimits = DEFAULT_LIMITS,
 ) -> WriteResult:
     key = {"run_id": run_id, "store_id": store_id}
     tx = Tx.of(conn)
@@ -110,7 +117,7 @@ def write(
     read_set_id = writer.read_set_id or ""
     read_set = read_sets.load(tx, read_set_id) if head.kind == Kind.SKILLS else ()
 
-    applied = apply_write(head, op, state, agent_id, read_set)
+    applied = apply_write(head, op, state, agent_id, read_set, limits)
     _persist(tx, key, read_set_id, applied)
 
     new = applied.head

@@ -1,0 +1,31 @@
+"""How much one ModuleStore read answers. `page_size` 0 asks for the default page, never for everything;
+a larger page_size than the maximum gets the maximum.
+
+| read | what is paged | default | maximum |
+|---|---|---|---|
+| GetStore | a history's messages, an archive's threads (after `after_seq`) | 1,000 | 1,000 |
+| ListStores | stores | 100 | 1,000 |
+| SearchArchive | ranked hits (core/modules/archive_search.py) | 20 | 100 |
+| ReadOutbox | events, at most 1 MiB of them unless the first alone is larger (outbox.py) | 100 | 1,000 |
+
+Beside the counts, no answer may exceed one message (16 MiB): the call interceptor refuses a larger one
+TOO_LARGE, and a store's size limit (caps.py) keeps a full page of one store well below that.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    default: int
+    maximum: int
+
+    def size(self, requested: int) -> int:
+        return min(requested, self.maximum) if requested > 0 else self.default
+
+
+STORE_CONTENTS = Page(1000, 1000)
+STORES = Page(100, 1000)
+OUTBOX = Page(100, 1000)
