@@ -9,7 +9,9 @@ process by a bulk insert into ModuleStore's thread table (`lineage.THREADS`, 5,0
 the database indexes exactly as it indexes an archive_thread (the FTS5 trigger on SQLite, the generated
 column and GIN index on PostgreSQL), followed by one update of the store's head and figures; on PostgreSQL
 the table is then ANALYZEd, as autovacuum does after a bulk load. Every search and every measured
-archive_thread goes through the real RPC.
+archive_thread goes through the real RPC. (The bulk insert bypasses ModuleStore's store size limit, 2 MiB by
+default, which an archive of 100,000 such threads exceeds: a deployment that keeps archives this large raises
+GGMODULES_MODULESTORE_MAX_STORE_BYTES_ARCHIVE.)
 """
 
 from __future__ import annotations
