@@ -24,8 +24,7 @@ from tests.harness import BACKENDS, ServiceProcess, Suite, drop_database, new_da
 from tests.modulestore.plans import (
     Agent,
     Stub,
-    bind,
-    fork_bindings,
+    fork_agent,
     messages,
     new_run,
     open_agent,
@@ -189,15 +188,14 @@ def test_r11_a_fork_searches_exactly_the_threads_it_holds(modulestore: Stub, sui
     archive(modulestore, a, "shared one", "deploy notes")
     archive(modulestore, a, "shared two", "deploy notes")
     entries = index_entries(suite)
-    fork = bind(modulestore, a.run_id, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
-    fork.profile = a.profile  # a copy runs its source's profile (R17)
+    fork = fork_agent(modulestore, a, "coder-1")  # the copy runs its source's profile (R17)
     assert index_entries(suite) == entries  # a fork copies none of the index
     archive(modulestore, a, "parent after fork", "deploy notes")
     archive(modulestore, fork, "fork's own", "deploy notes")
     assert sorted(titles(search(modulestore, a, "deploy"))) == [
         "parent after fork", "shared one", "shared two"]
     assert sorted(titles(search(modulestore, fork, "deploy"))) == ["fork's own", "shared one", "shared two"]
-    grandchild = bind(modulestore, a.run_id, "coder-2", fork_bindings(fork), cause="fork", parent="coder-1")
+    grandchild = fork_agent(modulestore, fork, "coder-2")
     archive(modulestore, fork, "fork after its fork", "deploy notes")
     archive(modulestore, grandchild, "grandchild's own", "deploy notes")
     assert sorted(titles(search(modulestore, grandchild, "deploy"))) == [

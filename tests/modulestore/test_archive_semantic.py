@@ -21,7 +21,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
 from tests.harness import BACKENDS, InProcessService, LoopThread, drop_database, new_database_url
-from tests.modulestore.plans import Stub, bind, fork_bindings, new_run, open_agent
+from tests.modulestore.plans import Stub, fork_agent, new_run, open_agent
 from tests.modulestore.test_archive_search import archive, search, titles
 
 THREADS = [
@@ -92,7 +92,7 @@ def test_a_thread_is_found_by_meaning_at_once_and_a_fork_sees_exactly_its_thread
     a = open_agent(semantic, new_run(), "coder-0")
     archive(semantic, a, "pets", "my cat sleeps on the sofa all afternoon")
     assert titles(search(semantic, a, "feline", mode=ms.SEARCH_MODE_SEMANTIC)) == ["pets"]
-    fork = bind(semantic, a.run_id, "coder-1", fork_bindings(a), cause="fork", parent="coder-0")
+    fork = fork_agent(semantic, a, "coder-1")
     archive(semantic, a, "parent's later", "the dog barks at the postman")
     archive(semantic, fork, "fork's own", "the parrot repeats every word")
     assert sorted(titles(search(semantic, a, "animals", mode=ms.SEARCH_MODE_SEMANTIC))) == [

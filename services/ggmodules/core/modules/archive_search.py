@@ -16,11 +16,10 @@ import hashlib
 from dataclasses import dataclass
 
 from ggmodules.core.errors import InvalidArgument, Reason
+from ggmodules.core.modules import pages
 from ggmodules.core.modules.archive_query import MAX_QUERY_CHARS, ArchiveQuery, parse_query, refused
 from ggmodules.core.modules.contents import ArchivedThread
 
-DEFAULT_PAGE_SIZE = 20
-MAX_PAGE_SIZE = 100
 # How a snippet marks the words that matched, and text left out around it.
 MARK = "**"
 ELLIPSIS = "…"
@@ -71,7 +70,7 @@ def plan_search(
             metadata={"field": "page_size"},
             violations=[("page_size", "negative")],
         )
-    size = min(page_size or DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE)
+    size = pages.ARCHIVE_SEARCH.size(page_size)
     offset, upto = _decode(page_token, _scope(store_id, query.text, mode))
     return ArchiveSearch(query, size, offset, upto, mode)
 

@@ -5,7 +5,7 @@ a larger page_size than the maximum gets the maximum.
 |---|---|---|---|
 | GetStore | a history's messages, an archive's threads (after `after_seq`) | 1,000 | 1,000 |
 | ListStores | stores | 100 | 1,000 |
-| SearchArchive | ranked hits (core/modules/archive_search.py) | 20 | 100 |
+| SearchArchive | ranked hits (core/modules/archive_search.py; a negative page_size is refused) | 20 | 100 |
 | ReadOutbox | events, at most 1 MiB of them unless the first alone is larger (outbox.py) | 100 | 1,000 |
 
 Beside the counts, no answer may exceed one message (16 MiB): the call interceptor refuses a larger one
@@ -28,4 +28,5 @@ class Page:
 
 STORE_CONTENTS = Page(1000, 1000)
 STORES = Page(100, 1000)
+ARCHIVE_SEARCH = Page(20, 100)
 OUTBOX = Page(100, 1000)

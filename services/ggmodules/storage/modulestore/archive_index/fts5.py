@@ -2,7 +2,7 @@
 
 Each thread's entry has the rowid `key << 32 | seq`, where `key` is its store's rowid in
 `ms_archive_fts_stores`, so the threads of one segment of a lineage are one rowid range, which FTS5 seeks
-to rather than filters. (So a store indexes its first 2^32 threads: far beyond any archive's caps.)
+to rather than filters. (So a store can index 2^32 threads.)
 """
 
 from __future__ import annotations
