@@ -7,7 +7,7 @@ A request naming a position above 2^31 (after_seq, after_origin_seq, a page toke
 PostgreSQL with "integer out of range". SQLite's INTEGER is 64-bit already: nothing changes there.
 """
 
-from alembic import op
+from ggmodules.storage.migrations.widen import retype
 
 revision = "h1_tel_0002"
 down_revision = "tel_0001"
@@ -26,21 +26,8 @@ SERIALS = {
 
 
 def upgrade() -> None:
-    _retype("BIGINT", "bigint")
+    retype(COLUMNS, SERIALS, "BIGINT", "bigint")
 
 
 def downgrade() -> None:
-    _retype("INTEGER", "integer")
-
-
-def _retype(column_type: str, sequence_type: str) -> None:
-    if op.get_bind().dialect.name != "postgresql":
-        return
-    for table, columns in COLUMNS.items():  # one ALTER per table: the table is rewritten once
-        changes = ", ".join(f'ALTER COLUMN "{c}" TYPE {column_type}' for c in columns)
-        op.execute(f'ALTER TABLE "{table}" {changes}')
-    for table, column in SERIALS.items():
-        sequence = op.get_bind().exec_driver_sql(
-            f"SELECT pg_get_serial_sequence('{table}', '{column}')"
-        ).scalar_one()
-        op.execute(f"ALTER SEQUENCE {sequence} AS {sequence_type}")
+    retype(COLUMNS, SERIALS, "INTEGER", "integer")
