@@ -9,7 +9,9 @@ process by a bulk insert into ModuleStore's thread table (`lineage.THREADS`, 5,0
 the database indexes exactly as it indexes an archive_thread (the FTS5 trigger on SQLite, the generated
 column and GIN index on PostgreSQL), followed by one update of the store's head and figures; on PostgreSQL
 the table is then ANALYZEd, as autovacuum does after a bulk load. Every search and every measured
-archive_thread goes through the real RPC.
+archive_thread goes through the real RPC. (The bulk insert bypasses ModuleStore's store size limit, 2 MiB by
+default, which an archive of 100,000 such threads exceeds: a deployment that keeps archives this large raises
+GGMODULES_MODULESTORE_MAX_STORE_BYTES_ARCHIVE.)
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ VOCABULARY = 20_000
 SIZES = (1_000, 100_000)
 SEARCH_TARGET = 3.0  # search p50 at 100,000 threads <= 3x the p50 at 1,000
 WRITE_TARGET = 2.0  # archive_thread p50 <= 2x no-op
+INDEX_TARGET = 1.25  # archive_thread p50 <= 1.25x a history append of the same messages: the index's cost
 Sample = Callable[[], object]
 
 
@@ -247,7 +250,10 @@ def figures(label: str, url: str, quick: bool) -> None:
     print(f"  archive_thread, 3 messages, indexed                p50 {a50:8.0f}"
           f"   = {a50 / noop_p50:.2f}x no-op (target <= {WRITE_TARGET:g}x){verdict}")
     print(f"  history append of the same 3 messages (no index)   p50 {h50:8.0f}"
-          f"   = {h50 / noop_p50:.2f}x no-op (for comparison: the write path without an index)")
+          f"   = {h50 / noop_p50:.2f}x no-op (the write path without an index)")
+    verdict = "" if a50 / h50 <= INDEX_TARGET else "   MISSED"
+    print(f"  archive_thread / history append = {a50 / h50:.2f} (target <= {INDEX_TARGET:g}: what the index"
+          f" adds to a write){verdict}")
     print("  A search scores every thread of its store that matches before it returns the best 10, so its"
           " cost follows the\n  number of matches: a word in a tenth of the threads matches 100 times more of"
           " 100,000 than of 1,000. On SQLite,\n  BM25 also counts each word's threads in the whole index"
