@@ -206,6 +206,15 @@ def test_transition_note_names_what_the_edge_leaves_behind() -> None:
     ]
 
 
+def test_transition_note_agrees_a_plural_kind_that_starts_fresh() -> None:
+    """tasks, skills and memories are plural words: "tasks start fresh", as "tasks were dropped"."""
+    coder = profile("coder", T, A)
+    plan = plan_transition(sides(PLANNER, coder, roster(H, T, A)), Edge("plan", "code", (H,)))
+    fresh = {k.kind: k.note for k in plan.kinds if k.outcome is F}
+    assert fresh[T].startswith("tasks start fresh: the transition to code does not carry them")
+    assert fresh[A].startswith("archive starts fresh: the transition to code does not carry it")
+
+
 @pytest.mark.parametrize("origin", [Origin.PROFILE, Origin.INHERITED])
 def test_r35_shared_memories_re_point_to_the_successor_profiles_own_store(origin: Origin) -> None:
     after = profile("coder", M, memories=spec(M, scope=MemoryScope.AGENT))

@@ -38,6 +38,10 @@ def _is(kind: Kind) -> str:
     return "are" if kind in _PLURAL else "is"
 
 
+def _starts(kind: Kind) -> str:
+    return "start" if kind in _PLURAL else "starts"
+
+
 class Notes:
     def __init__(self, predecessor: str, profile: str, target_state: str) -> None:
         self.predecessor = predecessor
@@ -55,7 +59,8 @@ class Notes:
     def fresh(self, kind: Kind, store_before: str) -> str:
         if store_before and self.target_state:
             return (
-                f"{kind.word} starts fresh: the transition to {self.target_state} does not carry {_it(kind)}"
+                f"{kind.word} {_starts(kind)} fresh: "
+                f"the transition to {self.target_state} does not carry {_it(kind)}"
             )
         return f"{kind.word} {_is(kind)} new"
 
