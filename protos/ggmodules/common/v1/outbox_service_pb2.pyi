@@ -71,3 +71,42 @@ class WatchOutboxResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WatchOutboxResponse: _TypeAlias = WatchOutboxResponse  # noqa: Y015
+
+@_typing.final
+class AckOutboxRequest(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    FOLLOWER_FIELD_NUMBER: _builtins.int
+    DURABLE_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
+    follower: _builtins.str
+    """A stable name for the follower (e.g. "telemetry"); one position is kept per name."""
+    durable_origin_seq: _builtins.int
+    """Every event with origin_seq at or below this is durably stored by the follower."""
+    def __init__(
+        self,
+        *,
+        follower: _builtins.str = ...,
+        durable_origin_seq: _builtins.int = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["durable_origin_seq", b"durable_origin_seq", "follower", b"follower"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckOutboxRequest: _TypeAlias = AckOutboxRequest  # noqa: Y015
+
+@_typing.final
+class AckOutboxResponse(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    def __init__(
+        self,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___AckOutboxResponse: _TypeAlias = AckOutboxResponse  # noqa: Y015

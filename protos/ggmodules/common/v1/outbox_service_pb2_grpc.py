@@ -42,6 +42,11 @@ class OutboxServiceStub:
                 request_serializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxRequest.SerializeToString,
                 response_deserializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxResponse.FromString,
                 _registered_method=True)
+        self.AckOutbox = channel.unary_unary(
+                '/ggmodules.common.v1.OutboxService/AckOutbox',
+                request_serializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxRequest.SerializeToString,
+                response_deserializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxResponse.FromString,
+                _registered_method=True)
 
 
 class OutboxServiceServicer:
@@ -57,6 +62,14 @@ class OutboxServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AckOutbox(self, request, context):
+        """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
+        what every known follower has taken in (with a safety margin).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OutboxServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -64,6 +77,11 @@ def add_OutboxServiceServicer_to_server(servicer, server):
                     servicer.WatchOutbox,
                     request_deserializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxRequest.FromString,
                     response_serializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxResponse.SerializeToString,
+            ),
+            'AckOutbox': grpc.unary_unary_rpc_method_handler(
+                    servicer.AckOutbox,
+                    request_deserializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxRequest.FromString,
+                    response_serializer=ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -96,6 +114,33 @@ class OutboxService:
             '/ggmodules.common.v1.OutboxService/WatchOutbox',
             ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxRequest.SerializeToString,
             ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.WatchOutboxResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AckOutbox(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ggmodules.common.v1.OutboxService/AckOutbox',
+            ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxRequest.SerializeToString,
+            ggmodules_dot_common_dot_v1_dot_outbox__service__pb2.AckOutboxResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -38,6 +38,10 @@ class OutboxServiceStub:
     def __new__(cls, channel: _aio.Channel) -> OutboxServiceAsyncStub: ...
     WatchOutbox: _grpc.UnaryStreamMultiCallable[_outbox_service_pb2.WatchOutboxRequest, _outbox_service_pb2.WatchOutboxResponse]
     """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
+    AckOutbox: _grpc.UnaryUnaryMultiCallable[_outbox_service_pb2.AckOutboxRequest, _outbox_service_pb2.AckOutboxResponse]
+    """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
+    what every known follower has taken in (with a safety margin).
+    """
 
 @_typing.type_check_only
 class OutboxServiceAsyncStub(OutboxServiceStub):
@@ -49,6 +53,10 @@ class OutboxServiceAsyncStub(OutboxServiceStub):
     def __init__(self, channel: _aio.Channel) -> None: ...
     WatchOutbox: _aio.UnaryStreamMultiCallable[_outbox_service_pb2.WatchOutboxRequest, _outbox_service_pb2.WatchOutboxResponse]  # type: ignore[assignment]
     """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
+    AckOutbox: _aio.UnaryUnaryMultiCallable[_outbox_service_pb2.AckOutboxRequest, _outbox_service_pb2.AckOutboxResponse]  # type: ignore[assignment]
+    """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
+    what every known follower has taken in (with a safety margin).
+    """
 
 class OutboxServiceServicer(metaclass=_abc_1.ABCMeta):
     """Served by every service that keeps a telemetry outbox (ModuleStore, Registry): Telemetry follows each
@@ -63,5 +71,15 @@ class OutboxServiceServicer(metaclass=_abc_1.ABCMeta):
         context: _ServicerContext,
     ) -> _typing.Union[_abc.Iterator[_outbox_service_pb2.WatchOutboxResponse], _abc.AsyncIterator[_outbox_service_pb2.WatchOutboxResponse]]:
         """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
+
+    @_abc_1.abstractmethod
+    def AckOutbox(
+        self,
+        request: _outbox_service_pb2.AckOutboxRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_outbox_service_pb2.AckOutboxResponse, _abc.Awaitable[_outbox_service_pb2.AckOutboxResponse]]:
+        """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
+        what every known follower has taken in (with a safety margin).
+        """
 
 def add_OutboxServiceServicer_to_server(servicer: OutboxServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

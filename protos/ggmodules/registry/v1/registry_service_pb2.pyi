@@ -60,16 +60,26 @@ class CreateRunResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
+    OPERATOR_CREDENTIAL_FIELD_NUMBER: _builtins.int
+    OBSERVER_CREDENTIAL_FIELD_NUMBER: _builtins.int
+    operator_credential: _builtins.str
+    """A signed credential (a JWT, sent as `authorization: Bearer <credential>`) that acts as the run's
+    operator: FinishRun, Inspect and Subscribe of this run. Empty when the suite runs without auth.
+    """
+    observer_credential: _builtins.str
+    """A signed credential for watching this run only: Subscribe and Inspect of this run. Empty without auth."""
     @_builtins.property
     def run(self) -> _registry_pb2.Run: ...
     def __init__(
         self,
         *,
         run: _registry_pb2.Run | None = ...,
+        operator_credential: _builtins.str = ...,
+        observer_credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["run", b"run"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["observer_credential", b"observer_credential", "operator_credential", b"operator_credential", "run", b"run"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -235,16 +245,22 @@ class OpenInstanceResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_FIELD_NUMBER: _builtins.int
+    credential: _builtins.str
+    """The new agent's credential (a JWT, sent as `authorization: Bearer <credential>`), bound to its run id and
+    agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
+    """
     @_builtins.property
     def instance(self) -> _registry_pb2.Instance: ...
     def __init__(
         self,
         *,
         instance: _registry_pb2.Instance | None = ...,
+        credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential", b"credential", "instance", b"instance"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -283,16 +299,22 @@ class SpawnSubagentResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_FIELD_NUMBER: _builtins.int
+    credential: _builtins.str
+    """The new agent's credential (a JWT, sent as `authorization: Bearer <credential>`), bound to its run id and
+    agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
+    """
     @_builtins.property
     def instance(self) -> _registry_pb2.Instance: ...
     def __init__(
         self,
         *,
         instance: _registry_pb2.Instance | None = ...,
+        credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential", b"credential", "instance", b"instance"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -328,16 +350,22 @@ class ForkInstanceResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_FIELD_NUMBER: _builtins.int
+    credential: _builtins.str
+    """The new agent's credential (a JWT, sent as `authorization: Bearer <credential>`), bound to its run id and
+    agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
+    """
     @_builtins.property
     def instance(self) -> _registry_pb2.Instance: ...
     def __init__(
         self,
         *,
         instance: _registry_pb2.Instance | None = ...,
+        credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential", b"credential", "instance", b"instance"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ggmodules.transfer.v1 import transfer_pb2 as ggmodules_dot_transfer_dot_v1_dot_transfer__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,ggmodules/transfer/v1/transfer_service.proto\x12\x15ggmodules.transfer.v1\x1a$ggmodules/transfer/v1/transfer.proto\"[\n\x11TransitionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x10\n\x08to_state\x18\x04 \x01(\t\"G\n\x12TransitionResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer\"g\n\x0b\x45xecRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x11\n\tleave_fsm\x18\x05 \x01(\x08\"A\n\x0c\x45xecResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer\"M\n\x12GetTransferRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x13\n\x0btransfer_id\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"H\n\x13GetTransferResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer2\xab\x02\n\x0fTransferService\x12\x61\n\nTransition\x12(.ggmodules.transfer.v1.TransitionRequest\x1a).ggmodules.transfer.v1.TransitionResponse\x12O\n\x04\x45xec\x12\".ggmodules.transfer.v1.ExecRequest\x1a#.ggmodules.transfer.v1.ExecResponse\x12\x64\n\x0bGetTransfer\x12).ggmodules.transfer.v1.GetTransferRequest\x1a*.ggmodules.transfer.v1.GetTransferResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,ggmodules/transfer/v1/transfer_service.proto\x12\x15ggmodules.transfer.v1\x1a$ggmodules/transfer/v1/transfer.proto\"[\n\x11TransitionRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x10\n\x08to_state\x18\x04 \x01(\t\"e\n\x12TransitionResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer\x12\x1c\n\x14successor_credential\x18\x02 \x01(\t\"g\n\x0b\x45xecRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x10\n\x08\x61gent_id\x18\x03 \x01(\t\x12\x0f\n\x07profile\x18\x04 \x01(\t\x12\x11\n\tleave_fsm\x18\x05 \x01(\x08\"_\n\x0c\x45xecResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer\x12\x1c\n\x14successor_credential\x18\x02 \x01(\t\"M\n\x12GetTransferRequest\x12\x0e\n\x06run_id\x18\x01 \x01(\t\x12\x13\n\x0btransfer_id\x18\x02 \x01(\t\x12\x12\n\nrequest_id\x18\x03 \x01(\t\"H\n\x13GetTransferResponse\x12\x31\n\x08transfer\x18\x01 \x01(\x0b\x32\x1f.ggmodules.transfer.v1.Transfer2\xab\x02\n\x0fTransferService\x12\x61\n\nTransition\x12(.ggmodules.transfer.v1.TransitionRequest\x1a).ggmodules.transfer.v1.TransitionResponse\x12O\n\x04\x45xec\x12\".ggmodules.transfer.v1.ExecRequest\x1a#.ggmodules.transfer.v1.ExecResponse\x12\x64\n\x0bGetTransfer\x12).ggmodules.transfer.v1.GetTransferRequest\x1a*.ggmodules.transfer.v1.GetTransferResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,15 +35,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_TRANSITIONREQUEST']._serialized_start=109
   _globals['_TRANSITIONREQUEST']._serialized_end=200
   _globals['_TRANSITIONRESPONSE']._serialized_start=202
-  _globals['_TRANSITIONRESPONSE']._serialized_end=273
-  _globals['_EXECREQUEST']._serialized_start=275
-  _globals['_EXECREQUEST']._serialized_end=378
-  _globals['_EXECRESPONSE']._serialized_start=380
-  _globals['_EXECRESPONSE']._serialized_end=445
-  _globals['_GETTRANSFERREQUEST']._serialized_start=447
-  _globals['_GETTRANSFERREQUEST']._serialized_end=524
-  _globals['_GETTRANSFERRESPONSE']._serialized_start=526
-  _globals['_GETTRANSFERRESPONSE']._serialized_end=598
-  _globals['_TRANSFERSERVICE']._serialized_start=601
-  _globals['_TRANSFERSERVICE']._serialized_end=900
+  _globals['_TRANSITIONRESPONSE']._serialized_end=303
+  _globals['_EXECREQUEST']._serialized_start=305
+  _globals['_EXECREQUEST']._serialized_end=408
+  _globals['_EXECRESPONSE']._serialized_start=410
+  _globals['_EXECRESPONSE']._serialized_end=505
+  _globals['_GETTRANSFERREQUEST']._serialized_start=507
+  _globals['_GETTRANSFERREQUEST']._serialized_end=584
+  _globals['_GETTRANSFERRESPONSE']._serialized_start=586
+  _globals['_GETTRANSFERRESPONSE']._serialized_end=658
+  _globals['_TRANSFERSERVICE']._serialized_start=661
+  _globals['_TRANSFERSERVICE']._serialized_end=960
 # @@protoc_insertion_point(module_scope)

@@ -51,16 +51,22 @@ class TransitionResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TRANSFER_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_CREDENTIAL_FIELD_NUMBER: _builtins.int
+    successor_credential: _builtins.str
+    """The successor's credential (a JWT, sent as `authorization: Bearer <credential>`) once the transfer
+    completed; the source agent's credential stops opening writes at the handover. Empty without auth.
+    """
     @_builtins.property
     def transfer(self) -> _transfer_pb2.Transfer: ...
     def __init__(
         self,
         *,
         transfer: _transfer_pb2.Transfer | None = ...,
+        successor_credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["transfer", b"transfer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["transfer", b"transfer"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["successor_credential", b"successor_credential", "transfer", b"transfer"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -106,16 +112,22 @@ class ExecResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     TRANSFER_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_CREDENTIAL_FIELD_NUMBER: _builtins.int
+    successor_credential: _builtins.str
+    """The successor's credential (a JWT, sent as `authorization: Bearer <credential>`) once the transfer
+    completed; the source agent's credential stops opening writes at the handover. Empty without auth.
+    """
     @_builtins.property
     def transfer(self) -> _transfer_pb2.Transfer: ...
     def __init__(
         self,
         *,
         transfer: _transfer_pb2.Transfer | None = ...,
+        successor_credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["transfer", b"transfer"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["transfer", b"transfer"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["successor_credential", b"successor_credential", "transfer", b"transfer"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
