@@ -68,7 +68,9 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 
-    async def AckOutbox(self, request: pb.AckOutboxRequest, context: grpc.aio.ServicerContext) -> pb.AckOutboxResponse:
+    async def AckOutbox(
+        self, request: pb.AckOutboxRequest, context: grpc.aio.ServicerContext
+    ) -> pb.AckOutboxResponse:
         # Taken and not yet used: the outbox is not pruned (issue 14 prunes below every follower's position).
         return pb.AckOutboxResponse()
 
