@@ -13,6 +13,8 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
+| TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
+| METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 """
 
@@ -39,6 +41,10 @@ class ServiceConfig:
     transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
     # ModuleStore: the embedding provider of semantic archive search ("" = off).
     semantic: str = ""
+    # OpenTelemetry span exporter ("" = tracing off): "console" or "otlp" (runtime/observability.py).
+    trace: str = ""
+    # Prometheus /metrics port (None = off; 0 = any free port).
+    metrics_port: int | None = None
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
 
@@ -58,6 +64,8 @@ class ServiceConfig:
             "registry-address",
             "transfer-address",
             "semantic",
+            "trace",
+            "metrics-port",
         ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
@@ -79,8 +87,18 @@ class ServiceConfig:
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
+            trace=_off(pick("TRACE", "")),
+            metrics_port=_port(pick("METRICS_PORT", "")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
         )
+
+
+def _off(value: str) -> str:
+    return "" if value.strip().lower() in ("", "off", "none") else value.strip().lower()
+
+
+def _port(value: str) -> int | None:
+    return None if value.strip().lower() in ("", "off") else int(value)
 
 
 def _step(value: str) -> int | None:

@@ -36,6 +36,9 @@ class Follower:
         self._repo = repo
         self._log = log.bind(origin=origin, address=address)
         self._task: asyncio.Task[None] | None = None
+        # For the outbox-lag gauge: the origin's newest origin_seq last heard of, and the highest stored.
+        self.head_origin_seq = 0
+        self.stored_origin_seq = 0
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"follow-{self.origin}")
@@ -65,6 +68,7 @@ class Follower:
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
         after = await asyncio.to_thread(self._repo.highest_origin_seq, self.origin)
+        self.stored_origin_seq = after
         call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS))
         arrived = False
         try:
@@ -73,7 +77,9 @@ class Follower:
                 if response is grpc.aio.EOF:
                     return arrived
                 arrived = True
+                self.head_origin_seq = max(self.head_origin_seq, response.head_origin_seq)
                 if response.events:
                     await asyncio.to_thread(self._repo.ingest, self.origin, list(response.events))
+                    self.stored_origin_seq = response.events[-1].origin_seq
         finally:
             call.cancel()
