@@ -213,11 +213,12 @@ def test_the_flags_turn_traces_and_metrics_on_in_a_service_process(tmp_path: Pat
     db = f"sqlite:///{tmp_path / 'registry.db'}"
     plain = ServiceProcess("registry", "--database-url", db)
     try:
-        assert plain.proc.stdout is not None
-        assert ServiceConfig.load("registry", []).metrics_port is None
-        assert ServiceConfig.load("registry", []).trace == ""
+        with grpc.insecure_channel(plain.address) as channel:
+            registry_service_pb2_grpc.RegistryServiceStub(channel).ListRuns(reg.ListRunsRequest())
     finally:
         assert plain.terminate() == 0
+    assert plain.proc.stdout is not None
+    assert plain.proc.stdout.read() == "", "no metrics line: metrics are off by default"
     assert '"name": "/ggmodules' not in plain.log_text(), "traces are off by default"
 
     service = ServiceProcess("registry", "--database-url", db, "--trace", "console", "--metrics-port", "0")
