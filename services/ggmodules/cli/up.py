@@ -1,4 +1,5 @@
-"""`ggmodules up`: every service in its own OS process, on its default port and the embedded SQLite default.
+"""`ggmodules up`: every service in its own OS process, on its default port and the embedded SQLite default,
+then the web console (`ggmodules web`, http on 127.0.0.1:50080 unless GGMODULES_WEB_PORT says otherwise).
 
 Starts the services in dependency order, waits for each one's `ready` line, prints the addresses and a hint,
 and on Ctrl-C (or SIGTERM) stops them all gracefully, in reverse order.
@@ -15,10 +16,11 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ggmodules.cli.web import DEFAULT_PORT as WEB_PORT
 from ggmodules.runtime.config import DEFAULT_PORTS
 
-# In start order: a service may call the ones before it.
-ORDER = ("modulestore", "registry", "transfer", "telemetry")
+# In start order: a service may call the ones before it; the web console reads Telemetry.
+ORDER = ("modulestore", "registry", "transfer", "telemetry", "web")
 
 
 @dataclass
@@ -26,6 +28,12 @@ class Child:
     name: str
     proc: subprocess.Popen[str]
     address: str = ""
+
+
+def _port(name: str, env: dict[str, str]) -> int:
+    if name == "web":
+        return int(env.get("GGMODULES_WEB_PORT", WEB_PORT))
+    return DEFAULT_PORTS[name]
 
 
 def _start(name: str, port: int, env: dict[str, str]) -> Child:
@@ -53,7 +61,7 @@ def up(argv: Sequence[str]) -> int:
     env = dict(os.environ)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
-    for name in ORDER:
+    for name in DEFAULT_PORTS:
         env.setdefault(f"GGMODULES_{name.upper()}_ADDRESS", f"127.0.0.1:{DEFAULT_PORTS[name]}")
 
     stop = threading.Event()
@@ -65,14 +73,16 @@ def up(argv: Sequence[str]) -> int:
         for name in ORDER:
             if stop.is_set():
                 break
-            children.append(_start(name, DEFAULT_PORTS[name], env))
+            children.append(_start(name, _port(name, env), env))
         if not stop.is_set():
             print("ggmodules is up:")
             for child in children:
-                print(f"  {child.name:<12} {child.address}")
+                label = "console" if child.name == "web" else child.name
+                print(f"  {label:<12} {child.address}")
             print(
-                "Try it: README.md has an SDK session to paste. Watch a run in the console:\n"
-                "  .venv/bin/ggmodules console RUN_ID          (live; add --once to print and exit)\n"
+                "Try it: README.md has an SDK session to paste. Watch its run in the web console:\n"
+                f"  {children[-1].address}\n"
+                "or in the terminal: .venv/bin/ggmodules console RUN_ID  (live; --once prints and exits)\n"
                 "Ctrl-C stops everything.",
                 flush=True,
             )
