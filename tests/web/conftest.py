@@ -42,7 +42,8 @@ class WebConsole:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ggmodules.cli.main", "web", "--port", "0",
              "--telemetry-address", telemetry, *extra],
-            stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT, env=dict(os.environ),
+            stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT,
+            env={k: v for k, v in os.environ.items() if k != "GGMODULES_TOKEN"},
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()

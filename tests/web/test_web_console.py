@@ -3,8 +3,11 @@ processes: what a person sees, and that it says what the Inspect RPCs say."""
 
 from __future__ import annotations
 
+import urllib.error
+import urllib.request
 from pathlib import Path
 
+import pytest
 from playwright.sync_api import Page, expect
 
 from ggmodules.core.console.views import Badge
@@ -154,3 +157,21 @@ def test_r45_r46_badges_and_notes_of_a_run_with_an_exec_a_spawn_and_a_fork_match
                 [s.inner_text() for s in row.locator(".stores > *").all()],
             )
     assert shown == expected
+
+
+def test_an_unknown_run_or_store_is_a_page_that_says_so(web_suite: Suite) -> None:
+    for path, code, words in (
+        ("/runs/run-000000000000/instances", 404, "has no telemetry"),
+        ("/runs/run%0A1/agents", 400, "run_id"),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(web_suite.web.url + path, timeout=30)
+        assert refused.value.code == code
+        assert words in refused.value.read().decode()
+    with web_suite.client() as gg:
+        run = gg.create_run("lookup", [Profile("solo", tasks=True)])
+        gg.open_instance(run.id, "solo")
+    web_suite.settle(run.id)
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(f"{web_suite.web.url}/runs/{run.id}/modules?store=tasks-9", timeout=30)
+    assert refused.value.code == 404 and "tasks-9" in refused.value.read().decode()

@@ -189,8 +189,10 @@ def _folder(run_id: str, f: tel.InstanceFolder, agent: str, file: str) -> str:
     )
     return (
         f'<details class="folder" data-agent="{e(f.agent_id)}" open>'
-        f'<summary><span class="agent">{e(f.agent_id)}</span> <span class="muted">{e(f.profile)} · '
-        f'{e(f.cause)}</span> <span class="state {state}">{state}</span></summary>'
+        f'<summary><span class="agent">{e(f.agent_id)}</span> '
+        f'<a class="profile-link muted" href="{run_url(run_id, "agents")}#profile-{e(f.profile)}">'
+        f'{e(f.profile)}</a> <span class="muted">· {e(f.cause)}</span> '
+        f'<span class="state {state}">{state}</span></summary>'
         f'<ul class="own">{own}</ul>'
         f'<details class="modules" data-agent="{e(f.agent_id)}"{opened}><summary>modules/</summary>'
         f'<ul>{"".join(files)}</ul></details>{relatives}</details>'
@@ -219,7 +221,8 @@ def _module_file(
     if kind == "history":
         body = _turns(m.turns)
         if detail is not None and detail.contents.WhichOneof("contents") == "history":
-            body += _blocks(detail.contents.history)
+            h = detail.contents.history
+            body = _system_prompt(h) + body + _blocks(h)
     elif m.HasField("figures"):
         fg = m.figures
         body = figures_row(
@@ -262,7 +265,7 @@ def _strip(run_id: str, s: tel.IdentityStrip) -> str:
         f' <span class="muted">all live holders</span> {cost_html(s.cost_all_holders)}</div>'
         + (f'<div class="strip-row co-holders"><span class="muted">co-holders</span> {chips}</div>'
            if chips else "")
-        + f'<details class="lifetime"><summary>lifetime ({len(s.lifetime)})</summary>'
+        + f'<details class="lifetime" open><summary>lifetime ({len(s.lifetime)})</summary>'
         f"<ol>{lifetime}</ol></details>"
         "</div>"
     )
@@ -280,6 +283,13 @@ def _turns(turns: Iterable[tel.HistoryTurn]) -> str:
             f'<section class="turn" data-turn="{t.turn}"><h3>turn {t.turn}</h3><ol>{msgs}</ol></section>'
         )
     return f'<div class="log">{"".join(out)}</div>' if out else '<p class="muted">No messages yet.</p>'
+
+
+def _system_prompt(h: module_pb2.HistoryContents) -> str:
+    if not h.system_prompt_set:
+        return '<p class="system-prompt muted">system prompt not set</p>'
+    prompt = f"<q>{e(h.system_prompt)}</q>"
+    return f'<p class="system-prompt"><span class="muted">system prompt</span> {prompt}</p>'
 
 
 def _blocks(h: module_pb2.HistoryContents) -> str:
@@ -389,10 +399,7 @@ def contents_html(c: module_pb2.ModuleContents) -> str:
     match c.WhichOneof("contents"):
         case "history":
             h = c.history
-            prompt = (
-                f'<p><span class="muted">system prompt</span> <q>{e(h.system_prompt)}</q></p>'
-                if h.system_prompt_set else '<p class="muted">system prompt not set</p>'
-            )
+            prompt = _system_prompt(h)
             turns: dict[int, list[module_pb2.Message]] = {}
             for m in h.messages:
                 turns.setdefault(m.turn, []).append(m)
@@ -480,7 +487,8 @@ def _profile(run_id: str, p: tel.ProfileSection, offered: bool) -> str:
             f'<td class="stores">{stores}</td><td>{note}{inline}</td></tr>'
         )
     return (
-        f'<section class="profile" data-profile="{e(p.profile)}"><h2>{e(p.profile)}</h2>'
+        f'<section class="profile" id="profile-{e(p.profile)}" data-profile="{e(p.profile)}">'
+        f"<h2>{e(p.profile)}</h2>"
         f'<div class="chips">{chips}</div><h3>Modules</h3><table class="agent-modules"><thead><tr>'
         "<th>kind</th><th>distribution</th><th>stores</th><th></th></tr></thead>"
         f'<tbody>{"".join(rows)}</tbody></table></section>'
