@@ -8,7 +8,10 @@ NODE_CLIENT := clients/node/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
 
-.PHONY: setup gen gen-into check-gen lint test run bench clean breaking contract release-contract
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
+
+.PHONY: setup gen gen-into check-gen lint test run bench clean breaking contract release-contract chromium screenshots
 
 setup: $(STAMP) $(BUF) $(NODE_CLIENT)
 
@@ -66,8 +69,17 @@ breaking: setup
 
 # PostgreSQL too when GGMODULES_TEST_POSTGRES_URL is set or a local server answers at 127.0.0.1:5432
 # (tests/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.
-test: setup
+test: setup chromium
 	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.find_postgres)" $(VENV)/bin/pytest -q
+
+# The web console's browser tests drive Debian's chromium through playwright (never a downloaded browser).
+chromium:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+
+# Re-takes the web console's screenshots shown in README.md (services/ggmodules/web/screenshots/).
+screenshots: setup chromium
+	GGMODULES_UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/web -k readme_fsm_run
 
 run: setup
 	$(VENV)/bin/ggmodules up

@@ -5,7 +5,8 @@ ggmodules registry    [--port N] [--modulestore-address A]  ...
 ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A] ...
 ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
 ggmodules up                                                 every service, each its own process
-ggmodules console RUN_ID [--once] [--telemetry-address A]   the Instances, Modules and Agents views of a run
+ggmodules console RUN_ID [--once] [--telemetry-address A] [--token T]   a run's three views in the terminal
+ggmodules web [--port N] [--telemetry-address A] [--token T]   the web console (http), every run's views
 """
 
 from __future__ import annotations
@@ -61,6 +62,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ggmodules.cli.console import main as console
 
         sys.exit(console(rest))
+    elif command == "web":
+        from ggmodules.cli.web import main as web_console
+
+        sys.exit(web_console(rest))
     elif command == "up":
         from ggmodules.cli.up import up
 

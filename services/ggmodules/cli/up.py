@@ -1,4 +1,5 @@
-"""`ggmodules up`: every service in its own OS process, on its default port and the embedded SQLite default.
+"""`ggmodules up`: every service in its own OS process, on its default port and the embedded SQLite default,
+then the web console (`ggmodules web`, http on 127.0.0.1:50080 unless GGMODULES_WEB_PORT says otherwise).
 
 Starts the services in dependency order, waits for each one's `ready` line, prints the addresses and a hint,
 and on Ctrl-C (or SIGTERM) stops them all gracefully, in reverse order.
@@ -15,10 +16,13 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ggmodules.cli.web import DEFAULT_PORT as WEB_PORT
 from ggmodules.runtime.config import DEFAULT_PORTS
 
-# In start order: a service may call the ones before it.
-ORDER = ("modulestore", "registry", "transfer", "telemetry")
+# In start order: a service may call the ones before it; the web console reads Telemetry.
+ORDER = ("modulestore", "registry", "transfer", "telemetry", "web")
+# The four services (each with its own metrics port under --metrics-port), without the web console.
+SERVICES = ORDER[:4]
 
 
 @dataclass
@@ -26,6 +30,12 @@ class Child:
     name: str
     proc: subprocess.Popen[str]
     address: str = ""
+
+
+def _port(name: str, env: dict[str, str]) -> int:
+    if name == "web":
+        return int(env.get("GGMODULES_WEB_PORT", WEB_PORT))
+    return DEFAULT_PORTS[name]
 
 
 def _start(name: str, port: int, env: dict[str, str]) -> Child:
@@ -52,8 +62,8 @@ def up(argv: Sequence[str]) -> int:
     parser.add_argument("--trace", help="turn tracing on in every service: console or otlp (default: off)")
     parser.add_argument(
         "--metrics-port", type=int,
-        help=f"serve Prometheus /metrics: {ORDER[0]} on this port, the others on the next ones, in the "
-        f"order {', '.join(ORDER)} (default: off)",
+        help=f"serve Prometheus /metrics: {SERVICES[0]} on this port, the others on the next ones, in the "
+        f"order {', '.join(SERVICES)} (default: off)",
     )
     args = parser.parse_args(list(argv))
     env = dict(os.environ)
@@ -62,9 +72,9 @@ def up(argv: Sequence[str]) -> int:
     if args.trace:
         env["GGMODULES_TRACE"] = args.trace
     if args.metrics_port is not None:
-        for offset, name in enumerate(ORDER):
+        for offset, name in enumerate(SERVICES):
             env[f"GGMODULES_{name.upper()}_METRICS_PORT"] = str(args.metrics_port + offset)
-    for name in ORDER:
+    for name in DEFAULT_PORTS:
         env.setdefault(f"GGMODULES_{name.upper()}_ADDRESS", f"127.0.0.1:{DEFAULT_PORTS[name]}")
 
     stop = threading.Event()
@@ -76,17 +86,19 @@ def up(argv: Sequence[str]) -> int:
         for name in ORDER:
             if stop.is_set():
                 break
-            children.append(_start(name, DEFAULT_PORTS[name], env))
+            children.append(_start(name, _port(name, env), env))
         if not stop.is_set():
             print("ggmodules is up:")
             for child in children:
-                print(f"  {child.name:<12} {child.address}")
+                label = "console" if child.name == "web" else child.name
+                print(f"  {label:<12} {child.address}")
             if args.metrics_port is not None:
-                ports = ", ".join(f"{n} {args.metrics_port + i}" for i, n in enumerate(ORDER))
+                ports = ", ".join(f"{n} {args.metrics_port + i}" for i, n in enumerate(SERVICES))
                 print(f"  metrics on http://127.0.0.1:PORT/metrics: {ports}")
             print(
-                "Try it: README.md has an SDK session to paste. Watch a run in the console:\n"
-                "  .venv/bin/ggmodules console RUN_ID          (live; add --once to print and exit)\n"
+                "Try it: README.md has an SDK session to paste. Watch its run in the web console:\n"
+                f"  {children[-1].address}\n"
+                "or in the terminal: .venv/bin/ggmodules console RUN_ID  (live; --once prints and exits)\n"
                 "Ctrl-C stops everything.",
                 flush=True,
             )

@@ -386,6 +386,7 @@ class InstanceFolder(_message.Message):
     SUCCESSORS_FIELD_NUMBER: _builtins.int
     SUBAGENTS_FIELD_NUMBER: _builtins.int
     RUNNING_FIELD_NUMBER: _builtins.int
+    FORKS_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
     """The instance."""
     profile: _builtins.str
@@ -410,6 +411,12 @@ class InstanceFolder(_message.Message):
     def subagents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The agents it spawned, after its successors."""
 
+    @_builtins.property
+    def forks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The copies made of this instance (ForkInstance), listed in its folder as its successors and subagents
+        are, oldest first.
+        """
+
     def __init__(
         self,
         *,
@@ -421,10 +428,11 @@ class InstanceFolder(_message.Message):
         successors: _abc.Iterable[_builtins.str] | None = ...,
         subagents: _abc.Iterable[_builtins.str] | None = ...,
         running: _builtins.bool = ...,
+        forks: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "files", b"files", "modules", b"modules", "profile", b"profile", "running", b"running", "subagents", b"subagents", "successors", b"successors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "files", b"files", "forks", b"forks", "modules", b"modules", "profile", b"profile", "running", b"running", "subagents", b"subagents", "successors", b"successors"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

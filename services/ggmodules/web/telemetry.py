@@ -1,0 +1,103 @@
+"""The consoles' only way in: Telemetry's public RPCs (Inspect*, GetStoreDetail, Subscribe) over one
+grpc.aio channel, each call carrying the caller's credential (`authorization: Bearer <token>`) when one is
+given and a deadline."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+
+import grpc
+
+from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.config import DEFAULT_PORTS
+from ggmodules.telemetry.v1 import telemetry_pb2 as tel
+from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
+from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
+
+CALL_SECONDS = 15.0
+TOKEN_ENV = "GGMODULES_TOKEN"
+
+
+def telemetry_address(flag: str | None, env: Mapping[str, str]) -> str:
+    """The flag, else GGMODULES_CONSOLE_TELEMETRY_ADDRESS or GGMODULES_TELEMETRY_ADDRESS, else the default."""
+    default = f"127.0.0.1:{DEFAULT_PORTS['telemetry']}"
+    shared = env.get("GGMODULES_TELEMETRY_ADDRESS", default)
+    return flag or env.get("GGMODULES_CONSOLE_TELEMETRY_ADDRESS", shared)
+
+
+def token_of(flag: str | None, env: Mapping[str, str] | None = None) -> str:
+    """`--token`, else GGMODULES_TOKEN, else none."""
+    env = os.environ if env is None else env
+    return flag or env.get(TOKEN_ENV, "")
+
+
+def credential_metadata(token: str) -> tuple[tuple[str, str], ...]:
+    return (("authorization", f"Bearer {token}"),) if token else ()
+
+
+@dataclass(frozen=True, slots=True)
+class RunViews:
+    """The three views of a run, read together."""
+
+    instances: pb.InspectInstancesResponse
+    modules: pb.InspectModulesResponse
+    agents: pb.InspectAgentsResponse
+
+
+class TelemetryReader:
+    """Reads a run's console from Telemetry. Refusals surface as `grpc.aio.AioRpcError`."""
+
+    def __init__(self, address: str, token: str = "") -> None:
+        self.address = address
+        self._channel = grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS))
+        self._stub = pb_grpc.TelemetryServiceStub(self._channel)
+        self._metadata = credential_metadata(token)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+    async def instances(self, run_id: str) -> pb.InspectInstancesResponse:
+        request = pb.InspectInstancesRequest(run_id=run_id)
+        answer: pb.InspectInstancesResponse = await self._stub.InspectInstances(
+            request, timeout=CALL_SECONDS, metadata=self._metadata
+        )
+        return answer
+
+    async def modules(self, run_id: str) -> pb.InspectModulesResponse:
+        request = pb.InspectModulesRequest(run_id=run_id)
+        answer: pb.InspectModulesResponse = await self._stub.InspectModules(
+            request, timeout=CALL_SECONDS, metadata=self._metadata
+        )
+        return answer
+
+    async def agents(self, run_id: str) -> pb.InspectAgentsResponse:
+        request = pb.InspectAgentsRequest(run_id=run_id)
+        answer: pb.InspectAgentsResponse = await self._stub.InspectAgents(
+            request, timeout=CALL_SECONDS, metadata=self._metadata
+        )
+        return answer
+
+    async def views(self, run_id: str) -> RunViews:
+        return RunViews(await self.instances(run_id), await self.modules(run_id), await self.agents(run_id))
+
+    async def store_detail(self, run_id: str, store_id: str) -> tel.StoreDetail:
+        request = pb.GetStoreDetailRequest(run_id=run_id, store_id=store_id)
+        answer: pb.GetStoreDetailResponse = await self._stub.GetStoreDetail(
+            request, timeout=CALL_SECONDS, metadata=self._metadata
+        )
+        return answer.detail
+
+    async def subscribe(
+        self, run_id: str = "", after_cursor: int = 0, heartbeat_ms: int = 1000
+    ) -> AsyncIterator[pb.SubscribeResponse]:
+        """The stream (one run's, or every run's with no run_id) from after `after_cursor`; no deadline: it
+        lasts as long as the caller reads it."""
+        request = pb.SubscribeRequest(run_id=run_id, after_cursor=after_cursor, heartbeat_ms=heartbeat_ms)
+        call = self._stub.Subscribe(request, metadata=self._metadata)
+        try:
+            async for response in call:
+                yield response
+        finally:
+            call.cancel()
