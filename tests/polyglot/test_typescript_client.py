@@ -1,0 +1,94 @@
+"""The typed TypeScript client (clients/typescript) runs the README's FSM scenario against the real services.
+
+The test compiles the client with tsc (a type error fails it), runs `dist/examples/fsm.js` as a subprocess
+against the harness's Registry, ModuleStore, Transfer and Telemetry, and checks its JSON lines, then reads
+the same run back with the Python SDK: both languages see one state.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from typing import Any
+
+import pytest
+
+from ggmodules.sdk import Client
+from tests.harness import ROOT, Suite
+
+TS_CLIENT = ROOT / "clients" / "typescript"
+STEPS = ["open_instance", "planner_wrote", "transition", "coder_reads", "report_turn", "subscribe", "refusal"]
+
+Lines = dict[str, dict[str, Any]]
+
+
+def compile_client() -> None:
+    tsc = TS_CLIENT / "node_modules" / ".bin" / "tsc"
+    assert tsc.exists(), "clients/typescript/node_modules is missing: run `make setup`"
+    built = subprocess.run([str(tsc), "-p", str(TS_CLIENT / "tsconfig.json")], capture_output=True, text=True,
+                           timeout=180, check=False)
+    assert built.returncode == 0, f"tsc failed:\n{built.stdout}\n{built.stderr}"
+
+
+@pytest.fixture(scope="module")
+def fsm_run(suite: Suite) -> Lines:
+    node = shutil.which("node")
+    assert node, "Node.js 20+ must be on PATH to run the TypeScript client"
+    compile_client()
+    proc = subprocess.run(
+        [node, str(TS_CLIENT / "dist" / "examples" / "fsm.js"), "--registry", suite.registry.address,
+         "--modulestore", suite.modulestore.address, "--transfer", suite.transfer.address,
+         "--telemetry", suite.telemetry.address],
+        capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
+    )
+    lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
+    assert proc.returncode == 0, f"fsm.js exited {proc.returncode}\n{proc.stdout}\n{proc.stderr}"
+    assert [line["step"] for line in lines] == STEPS
+    return {line["step"]: line for line in lines}
+
+
+def test_r19_r24_the_typescript_client_takes_the_fsm_edge_and_the_coder_reads_the_planners_window(
+    fsm_run: Lines,
+) -> None:
+    assert (fsm_run["open_instance"]["agent_id"], fsm_run["open_instance"]["fsm_state"]) == ("planner-0", "plan")
+    moved = fsm_run["transition"]
+    assert (moved["successor"], moved["to_state"]) == ("coder-0", "code")
+    assert [(o["kind"], o["outcome"], o["before"], o["after"]) for o in moved["outcomes"]] == [
+        ("HISTORY", "CARRIED", "history-0", "history-0"),
+        ("MEMORIES", "DROPPED", "memories-0", ""),
+        ("TASKS", "CARRIED", "tasks-0", "tasks-0"),
+        ("ARCHIVE", "FRESH", "", "archive-0"),
+    ]
+    assert moved["opening_note"].startswith("history and tasks arrived from planner-0; memories were dropped")
+    assert moved["credential_sent"] is False  # the suite runs without auth here: nothing minted, nothing sent
+    reads = fsm_run["coder_reads"]
+    assert reads == {"step": "coder_reads", "system_prompt": "You code.", "messages": ["Build a CLI"],
+                     "tasks": ["write the parser"]}
+
+
+def test_r36_r47_the_planners_write_after_the_handover_is_a_typed_handed_on_refusal(fsm_run: Lines) -> None:
+    refusal = fsm_run["refusal"]
+    assert (refusal["code"], refusal["reason"]) == ("PERMISSION_DENIED", "HANDED_ON")
+    assert refusal["metadata"]["successor_agent_id"] == "coder-0" or "coder-0" in refusal["message"]
+
+
+def test_r33_r43_the_typescript_client_reports_a_turn_and_follows_the_coders_stream(fsm_run: Lines) -> None:
+    assert fsm_run["report_turn"]["cursor"] > 0
+    bodies = fsm_run["subscribe"]["bodies"]
+    assert bodies[0] == "roster" and bodies[-1] == "turn" and "write" in bodies
+
+
+def test_r32_python_reads_back_what_the_typescript_client_did(fsm_run: Lines, suite: Suite) -> None:
+    run_id = fsm_run["open_instance"]["run_id"]
+    with Client(suite.registry.address, suite.modulestore.address, suite.transfer.address,
+                suite.telemetry.address) as gg:
+        planner, coder = gg.agent(run_id, "planner-0"), gg.agent(run_id, "coder-0")
+        assert (coder.profile, coder.instance.fsm_state) == ("coder", "code")
+        window = coder.history.contents()
+        assert (window.system_prompt, [m.content for m in window.messages]) == ("You code.", ["Build a CLI"])
+        assert [t.title for t in coder.tasks.contents().tasks] == ["write the parser"]  # "one more" was refused
+        assert coder.store_id("tasks") == planner.store_id("tasks") == "tasks-0"
+        modules = gg.inspect_modules(run_id)
+        history = next(k for k in modules.kinds if k.kind == 1)
+        assert history.cost_per_turn.measured_tokens == 42
