@@ -4,13 +4,13 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BUF    := .tools/node_modules/.bin/buf
 STAMP  := $(VENV)/.installed
-NODE_CLIENT := clients/node/node_modules/.installed
+TS_CLIENT := clients/typescript/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
 
 .PHONY: setup gen gen-into check-gen lint test run bench clean breaking
 
-setup: $(STAMP) $(BUF) $(NODE_CLIENT)
+setup: $(STAMP) $(BUF) $(TS_CLIENT)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -22,15 +22,17 @@ $(BUF): .tools/package.json
 	cd .tools && npm install --no-audit --no-fund --silent
 	touch $(BUF)
 
-# The Node.js client loads the protos at run time; its packages come from the npm registry.
-$(NODE_CLIENT): clients/node/package.json
-	cd clients/node && npm install --no-audit --no-fund --ignore-scripts --silent
-	touch $(NODE_CLIENT)
+# The TypeScript client's packages (protobuf-es, Connect for Node, protoc-gen-es, tsc), as locked.
+$(TS_CLIENT): clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --ignore-scripts --silent
+	touch $(TS_CLIENT)
 
-# Regenerates the Python code beside each .proto (proto path = Python import path).
-gen: $(STAMP)
+# Regenerates the Python code beside each .proto (proto path = Python import path), and the TypeScript
+# client's code (clients/typescript/src/gen, `buf generate` with buf.gen.yaml).
+gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	find protos -name '*_pb2*.py*' -delete
 	$(MAKE) --no-print-directory gen-into OUT=protos
+	$(BUF) generate
 
 gen-into:
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
@@ -38,11 +40,15 @@ gen-into:
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
 	  --grpc_python_out=$(OUT) --mypy_grpc_out=quiet:$(OUT) $(SERVICE_PROTOS)
 
-# Fails when the generated code in the tree differs from what `make gen` would write.
-check-gen: $(STAMP)
+# Fails when the generated code in the tree (Python and TypeScript) differs from what `make gen` would write.
+check-gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	@out=$$(mktemp -d); $(MAKE) --no-print-directory -s gen-into OUT=$$out >/dev/null; \
-	  diff -r -q -x '*.proto' -x '__pycache__' protos $$out; stale=$$?; rm -rf $$out; \
+	  diff -r -q -x '*.proto' -x '__pycache__' -x service_config.json protos $$out; stale=$$?; rm -rf $$out; \
 	  test $$stale = 0 || { echo 'generated code is stale: run make gen and commit'; exit 1; }
+	@out=$$(mktemp -d); sed "s|out: clients/typescript/src/gen|out: $$out|" buf.gen.yaml > $$out.yaml; \
+	  $(BUF) generate --template $$out.yaml; diff -r -q clients/typescript/src/gen $$out; stale=$$?; \
+	  rm -rf $$out $$out.yaml; \
+	  test $$stale = 0 || { echo 'generated TypeScript is stale: run make gen and commit'; exit 1; }
 
 lint: setup check-gen
 	$(BUF) lint
@@ -65,4 +71,5 @@ bench: setup
 	$(PY) -m tests.bench.run
 
 clean:
-	rm -rf $(VENV) .tools/node_modules clients/node/node_modules var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools/node_modules clients/typescript/node_modules clients/typescript/dist var \
+	  .pytest_cache .mypy_cache .ruff_cache

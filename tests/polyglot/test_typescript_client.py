@@ -8,8 +8,8 @@ the same run back with the Python SDK: both languages see one state.
 from __future__ import annotations
 
 import json
-import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,27 +17,15 @@ import pytest
 from ggmodules.sdk import Client
 from tests.harness import ROOT, Suite
 
-TS_CLIENT = ROOT / "clients" / "typescript"
 STEPS = ["open_instance", "planner_wrote", "transition", "coder_reads", "report_turn", "subscribe", "refusal"]
 
 Lines = dict[str, dict[str, Any]]
 
 
-def compile_client() -> None:
-    tsc = TS_CLIENT / "node_modules" / ".bin" / "tsc"
-    assert tsc.exists(), "clients/typescript/node_modules is missing: run `make setup`"
-    built = subprocess.run([str(tsc), "-p", str(TS_CLIENT / "tsconfig.json")], capture_output=True, text=True,
-                           timeout=180, check=False)
-    assert built.returncode == 0, f"tsc failed:\n{built.stdout}\n{built.stderr}"
-
-
 @pytest.fixture(scope="module")
-def fsm_run(suite: Suite) -> Lines:
-    node = shutil.which("node")
-    assert node, "Node.js 20+ must be on PATH to run the TypeScript client"
-    compile_client()
+def fsm_run(suite: Suite, ts_client: Path) -> Lines:
     proc = subprocess.run(
-        [node, str(TS_CLIENT / "dist" / "examples" / "fsm.js"), "--registry", suite.registry.address,
+        ["node", str(ts_client / "examples" / "fsm.js"), "--registry", suite.registry.address,
          "--modulestore", suite.modulestore.address, "--transfer", suite.transfer.address,
          "--telemetry", suite.telemetry.address],
         capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
@@ -51,7 +39,8 @@ def fsm_run(suite: Suite) -> Lines:
 def test_r19_r24_the_typescript_client_takes_the_fsm_edge_and_the_coder_reads_the_planners_window(
     fsm_run: Lines,
 ) -> None:
-    assert (fsm_run["open_instance"]["agent_id"], fsm_run["open_instance"]["fsm_state"]) == ("planner-0", "plan")
+    opened = fsm_run["open_instance"]
+    assert (opened["agent_id"], opened["fsm_state"]) == ("planner-0", "plan")
     moved = fsm_run["transition"]
     assert (moved["successor"], moved["to_state"]) == ("coder-0", "code")
     assert [(o["kind"], o["outcome"], o["before"], o["after"]) for o in moved["outcomes"]] == [
@@ -87,7 +76,8 @@ def test_r32_python_reads_back_what_the_typescript_client_did(fsm_run: Lines, su
         assert (coder.profile, coder.instance.fsm_state) == ("coder", "code")
         window = coder.history.contents()
         assert (window.system_prompt, [m.content for m in window.messages]) == ("You code.", ["Build a CLI"])
-        assert [t.title for t in coder.tasks.contents().tasks] == ["write the parser"]  # "one more" was refused
+        # "one more" was refused
+        assert [t.title for t in coder.tasks.contents().tasks] == ["write the parser"]
         assert coder.store_id("tasks") == planner.store_id("tasks") == "tasks-0"
         modules = gg.inspect_modules(run_id)
         history = next(k for k in modules.kinds if k.kind == 1)
