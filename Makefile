@@ -15,7 +15,7 @@ setup: $(STAMP) $(BUF) $(TS_CLIENT)
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,examples]'
 	touch $(STAMP)
 
 $(BUF): .tools/package.json
@@ -52,8 +52,8 @@ check-gen: $(STAMP) $(BUF) $(TS_CLIENT)
 
 lint: setup check-gen
 	$(BUF) lint
-	$(VENV)/bin/ruff check services clients tests
-	$(VENV)/bin/mypy services clients
+	$(VENV)/bin/ruff check services clients tests examples
+	$(VENV)/bin/mypy services clients examples
 
 # Against main's contracts once they have landed (run from a branch).
 breaking: setup
