@@ -14,8 +14,10 @@ from typing import Any
 
 import pytest
 
+from ggmodules.registry.v1 import registry_service_pb2 as reg_pb2
 from ggmodules.sdk import Client
 from tests.harness import ROOT, Suite
+from tests.sdk.flaky import FlakyProxy
 
 STEPS = ["open_instance", "planner_wrote", "transition", "coder_reads", "report_turn", "subscribe", "refusal"]
 
@@ -82,3 +84,33 @@ def test_r32_python_reads_back_what_the_typescript_client_did(fsm_run: Lines, su
         modules = gg.inspect_modules(run_id)
         history = next(k for k in modules.kinds if k.kind == 1)
         assert history.cost_per_turn.measured_tokens == 42
+
+
+def create_run_through(ts_client: Path, address: str, name: str) -> tuple[int, dict[str, str]]:
+    proc = subprocess.run(["node", str(ts_client / "examples" / "create-run.js"), "--registry", address,
+                           "--name", name], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+    return proc.returncode, json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_r49_the_typescript_client_retries_by_the_service_config_with_one_request_id(
+    suite: Suite, ts_client: Path
+) -> None:
+    proxy = FlakyProxy(suite.registry.address, fail=2)
+    try:
+        code, answer = create_run_through(ts_client, proxy.address, "ts retried")
+        creates = proxy.attempts("CreateRun")
+        assert code == 0, answer
+        assert [a.answered for a in creates] == ["UNAVAILABLE", "UNAVAILABLE", "forwarded"]
+        assert len({a.body for a in creates}) == 1 and len({a.metadata["x-request-id"] for a in creates}) == 1
+        assert reg_pb2.CreateRunRequest.FromString(creates[0].body).request_id == creates[0].metadata[
+            "x-request-id"]
+
+        proxy.fail = 10  # past the policy's 4 attempts: the refusal arrives typed
+        code, answer = create_run_through(ts_client, proxy.address, "ts unreachable")
+        assert (code, answer["code"]) == (1, "UNAVAILABLE")
+        assert len(proxy.attempts("CreateRun")) == 3 + 4
+    finally:
+        proxy.close()
+    with Client(suite.registry.address, suite.modulestore.address) as gg:
+        assert [r.name for r in gg.iter_runs() if r.id == answer.get("run_id", "")] == []
+        assert sum(r.name == "ts retried" for r in gg.iter_runs()) == 1

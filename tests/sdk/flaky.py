@@ -60,9 +60,10 @@ class FlakyProxy:
             context.abort(self.code, f"injected by the test proxy ({self._failed[key]} of {self.fail})")
         self.seen.append(Seen(method, metadata, body, "forwarded"))
         forwarded = [(k, v) for k, v in metadata.items() if k not in _TRANSPORT_HEADERS]
+        left = context.time_remaining()  # a call without a deadline reads as a practically endless one
+        timeout = left if left is not None and left < 3600 else None
         try:
-            answer: bytes = self._upstream.unary_unary(method)(body, metadata=forwarded,
-                                                               timeout=context.time_remaining())
+            answer: bytes = self._upstream.unary_unary(method)(body, metadata=forwarded, timeout=timeout)
             return answer
         except grpc.RpcError as err:
             context.set_trailing_metadata(err.trailing_metadata() or ())

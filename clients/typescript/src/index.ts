@@ -127,39 +127,37 @@ export function methodConfig(config: ServiceConfig, service: string, method: str
   return config.methodConfig.find((c) => named(c, method)) ?? config.methodConfig.find((c) => named(c));
 }
 
-function retryInterceptor(config: ServiceConfig): Interceptor {
+/**
+ * The service config as gRPC itself would apply it: the method's `timeout` bounds the whole call, retries
+ * included (each attempt tells the server what is left in `grpc-timeout`), and its `retryPolicy` resends the
+ * same request after a retryable code, with gRPC's jittered exponential backoff (gRFC A6). Streams get
+ * neither. Connect reads no service config, hence this interceptor.
+ */
+function serviceConfigInterceptor(config: ServiceConfig): Interceptor {
   return (next) => async (req) => {
-    const policy = req.stream ? undefined : methodConfig(config, req.service.typeName, req.method.name)?.retryPolicy;
-    if (!policy) return next(req);
-    const attempts = Math.min(policy.maxAttempts, 5); // gRPC's cap
-    const codes = new Set(policy.retryableStatusCodes);
-    let backoff = seconds(policy.initialBackoff) * 1000;
+    const method = req.stream ? undefined : methodConfig(config, req.service.typeName, req.method.name);
+    if (!method) return next(req);
+    const timeoutMs = method.timeout ? seconds(method.timeout) * 1000 : undefined;
+    const deadline = timeoutMs === undefined ? undefined : Date.now() + timeoutMs;
+    const signal = timeoutMs === undefined ? req.signal : AbortSignal.any([req.signal, AbortSignal.timeout(timeoutMs)]);
+    const policy = method.retryPolicy;
+    const attempts = policy ? Math.min(policy.maxAttempts, 5) : 1; // gRPC's cap
+    const codes = new Set(policy?.retryableStatusCodes ?? []);
+    let backoff = policy ? seconds(policy.initialBackoff) * 1000 : 0;
     for (let attempt = 1; ; attempt += 1) {
+      if (deadline !== undefined) req.header.set("grpc-timeout", `${Math.max(deadline - Date.now(), 1)}m`);
       try {
-        return await next(req);
+        return await next({ ...req, signal });
       } catch (cause) {
+        if (signal.aborted && !req.signal.aborted) {
+          throw new ConnectError(`deadline of ${method.timeout} exceeded`, Code.DeadlineExceeded);
+        }
         const err = ConnectError.from(cause);
-        if (attempt >= attempts || !codes.has(codeName(err.code)) || req.signal.aborted) throw cause;
+        if (attempt >= attempts || !codes.has(codeName(err.code)) || signal.aborted) throw cause;
         req.header.set("grpc-previous-rpc-attempts", String(attempt)); // as gRPC's own retries say it
-        await sleep(Math.random() * backoff, req.signal); // gRPC's jitter: uniform in [0, backoff)
-        backoff = Math.min(backoff * policy.backoffMultiplier, seconds(policy.maxBackoff) * 1000);
+        await sleep(Math.random() * backoff, signal); // gRPC's jitter: uniform in [0, backoff)
+        backoff = Math.min(backoff * (policy?.backoffMultiplier ?? 1), seconds(policy?.maxBackoff ?? "0s") * 1000);
       }
-    }
-  };
-}
-
-function deadlineInterceptor(config: ServiceConfig): Interceptor {
-  return (next) => async (req) => {
-    const timeout = req.stream ? undefined : methodConfig(config, req.service.typeName, req.method.name)?.timeout;
-    if (!timeout) return next(req);
-    const signal = AbortSignal.any([req.signal, AbortSignal.timeout(seconds(timeout) * 1000)]);
-    try {
-      return await next({ ...req, signal });
-    } catch (cause) {
-      if (signal.aborted && !req.signal.aborted) {
-        throw new ConnectError(`deadline of ${timeout} exceeded`, Code.DeadlineExceeded);
-      }
-      throw cause;
     }
   };
 }
@@ -255,10 +253,10 @@ export class GgClient {
   constructor(options: ClientOptions = {}) {
     this.serviceConfig = options.serviceConfig ?? loadServiceConfig();
     this.credentials = new Credentials(options.token);
-    // Outermost first: typed errors, the call's deadline over every attempt, its request id and credential
-    // (the same on each attempt), then the attempts.
-    const interceptors = [errorInterceptor(), deadlineInterceptor(this.serviceConfig), requestIdInterceptor,
-      credentialsInterceptor(this.credentials), retryInterceptor(this.serviceConfig)];
+    // Outermost first: typed errors, the call's request id and credential (the same on every attempt), then
+    // the deadline and the attempts.
+    const interceptors = [errorInterceptor(), requestIdInterceptor, credentialsInterceptor(this.credentials),
+      serviceConfigInterceptor(this.serviceConfig)];
     const connect = <T extends DescService>(service: T, address: string): Client<T> => {
       const baseUrl = `http://${address}`;
       const sessionManager = new Http2SessionManager(baseUrl);
