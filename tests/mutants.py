@@ -71,7 +71,7 @@ MUTANTS = [
     M("board-per-instance", "R14", "core/registry/plans.py",
       "return Binding(kind, BindAction.NAMED, Origin.RUN, named_key=RUN_BOARD_KEY, may_write=True)",
       "return Binding(kind, BindAction.CREATE, Origin.RUN, may_write=True)",
-      ("tests/polyglot/test_node_client.py::test_r11_r14_a_fork_made_from_node_numbers_on_in_its_own_task_list_and_shares_the_one_board",
+      ("tests/polyglot/test_typescript_session.py::test_r11_r14_a_fork_made_from_node_numbers_on_in_its_own_task_list_and_shares_the_one_board",
        "tests/sdk/test_session.py::test_r14_board_is_one_per_run_with_a_counter_per_prefix")),
     M("fork-restarts-task-ids", "R11", "core/modules/copying.py",
       "        return state.restamped(agent_id), figures\n",
@@ -79,7 +79,7 @@ MUTANTS = [
       "    if type(state).__name__ == 'TasksState':\n"
       "        return type(state)(dict(state.tasks), 1), figures  # type: ignore[union-attr]\n",
       ("tests/modulestore/test_copying.py::test_r11_fork_copies_contents_and_carries_counters",
-       "tests/polyglot/test_node_client.py")),
+       "tests/polyglot/test_typescript_session.py")),
     M("fork-gets-backlog", "R12", "storage/modulestore/binding.py",
       "    for b, bound in bound_stores:\n        figures = bound.head.figures\n",
       "    for b, bound in bound_stores:\n        figures = bound.head.figures\n"

@@ -9,6 +9,8 @@
         planner.tasks.create("write the parser")
         for contribution in planner.prompt(): ...
         coder = planner.transition("code").successor  # with an FSM: transfer on 127.0.0.1:50053
+        coder.report_turn(1, {"history": 1200})        # telemetry on 127.0.0.1:50054
+        for item in gg.subscribe(run.id): ...          # resumed from its last cursor across reconnects
 """
 
 from ggmodules.sdk.agent import Agent, AsyncAgent
@@ -100,6 +102,7 @@ from ggmodules.sdk.results import (
     Transfer,
     WriteResult,
 )
+from ggmodules.sdk.stream import AsyncSubscription, Reconnect, Subscription
 from ggmodules.sdk.words import (
     IssueStatus,
     Kind,
@@ -124,6 +127,7 @@ __all__ = [
     "ArchivedThread",
     "AsyncAgent",
     "AsyncClient",
+    "AsyncSubscription",
     "Block",
     "BoardContents",
     "BoardHandle",
@@ -180,6 +184,7 @@ __all__ = [
     "ProfileNotFoundError",
     "PromptMessage",
     "ReadOnlyError",
+    "Reconnect",
     "RequestIdReusedError",
     "RetryPolicy",
     "RosterRow",
@@ -197,6 +202,7 @@ __all__ = [
     "SkillsHandle",
     "Store",
     "StoreNotFoundError",
+    "Subscription",
     "SystemPromptAlreadySetError",
     "Task",
     "TaskCycleError",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
@@ -30,8 +29,8 @@ class _Channels:
 
     def get(self) -> Stubs:
         if self.stubs is None:
-            options, interceptors = list(self._config.channel_options), self._interceptors or None
-            self.stubs = Stubs(self._config, lambda address: grpc.aio.insecure_channel(
+            interceptors = self._interceptors or None
+            self.stubs = Stubs(self._config, lambda address, options: grpc.aio.insecure_channel(
                 address, options=options, interceptors=interceptors))
         return self.stubs
 
@@ -52,22 +51,26 @@ class AsyncTransport(TransportBase):
         return self._run(plan)
 
     async def _run(self, plan: Plan[T]) -> T:
-        method = self._channels.get().method(plan)
-        attempts, headers = self._begin(plan)
-        while True:
-            call = method(plan.request, timeout=attempts.timeout(), metadata=headers)
-            try:
-                return plan.convert(await call)
-            except grpc.aio.AioRpcError as err:
-                delay = attempts.retry_after(err.code())
-                if delay is None:
-                    raise error_from_status(err.code(), err.details(), await _rich_status(call),
-                                            attempts=attempts.count) from err
-            await asyncio.sleep(delay)
+        method = self._channels.get().method(plan, self._config.retry)
+        call = method(plan.request, timeout=self._config.timeout, metadata=self._headers(plan))
+        try:
+            return plan.convert(await call)
+        except grpc.aio.AioRpcError as err:
+            raise error_from_status(err.code(), err.details(), await _rich_status(call),
+                                    attempts=self._attempts(plan, err.code())) from err
+
+    def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
+        """A server stream without a deadline: an async iterator of responses that is also the call."""
+        return getattr(self._channels.get().stub(service, None), method)(
+            request, metadata=(*self._config.metadata, *metadata))
+
+    @staticmethod
+    async def raise_typed(call: Any, err: grpc.aio.AioRpcError) -> None:
+        raise error_from_status(err.code(), err.details(), await _rich_status(call)) from err
 
     async def close(self) -> None:
         if self._channels.stubs is not None:
-            for channel in self._channels.stubs.channels.values():
+            for channel in list(self._channels.stubs.channels.values()):
                 await channel.close()
             self._channels.stubs = None
 

@@ -3,7 +3,7 @@
 Every reason in `ggmodules.common.v1.ErrorReason` has its own subclass of `GGModulesError`; a reason this
 SDK does not know yet arrives as a plain `GGModulesError` carrying it. Statuses without an ErrorInfo map by
 code: DEADLINE_EXCEEDED, UNAVAILABLE (after the retries), INTERNAL/UNKNOWN (a service defect). ABORTED
-(`ContentionError`) arrives only after the retries too.
+(`ContentionError`) arrives only after the retries too (gRPC's, by the service config).
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class InvalidPageTokenError(GGModulesError):
 
 
 class ServiceUnavailableError(GGModulesError):
-    """UNAVAILABLE, after every retry the policy allowed; `attempts` counts the calls made. Raised both when
+    """UNAVAILABLE, after every retry the policy allowed; `attempts` is how many attempts that was (gRPC makes
+    them and does not report a count; it stops early only when the call's deadline is near). Raised both when
     the service itself cannot be reached and when it answers that a service it depends on cannot be."""
 
     REASON = "UNAVAILABLE"
