@@ -69,6 +69,7 @@ def _claim(dialect: Any) -> Prepared:
         request_id=bindparam("request_id"),
         request_hash=bindparam("request_hash"),
         response=bindparam("response"),
+        created_at=bindparam("created_at"),
     )
     return Prepared(
         stmt.on_conflict_do_nothing(index_elements=["method", "request_id"]).returning(_REQUESTS.c.request_id)
@@ -137,7 +138,13 @@ class FastRequestLog(RequestLog):
 
     def claim(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         tx = Tx.of(conn)
-        params = {"method": method, "request_id": request_id, "request_hash": request_hash, "response": b""}
+        params = {
+            "method": method,
+            "request_id": request_id,
+            "request_hash": request_hash,
+            "response": b"",
+            "created_at": int(time.time()),
+        }
         if _CLAIM[tx.dialect.name].one(tx, params) is not None:
             return None
         answer = self.recall(tx, method, request_id, request_hash)

@@ -1,0 +1,30 @@
+"""telemetry: when each request id was claimed (`tel_requests.created_at`), so the request log can be
+pruned by age (issue 14). Request ids already logged count as claimed when this revision ran.
+
+Revision ID: h14_tel_0003
+Revises: tel_h4_0002
+"""
+
+import time
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "h14_tel_0003"
+down_revision = "tel_h4_0002"
+branch_labels = None
+depends_on = None
+
+SEQ = sa.BigInteger().with_variant(sa.Integer(), "sqlite")
+
+
+def upgrade() -> None:
+    op.add_column(
+        "tel_requests", sa.Column("created_at", SEQ, nullable=False, server_default=str(int(time.time())))
+    )
+    op.create_index("ix_tel_requests_created_at", "tel_requests", ["created_at"])
+
+
+def downgrade() -> None:
+    op.drop_index("ix_tel_requests_created_at", "tel_requests")
+    op.drop_column("tel_requests", "created_at")
