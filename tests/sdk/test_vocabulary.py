@@ -10,6 +10,7 @@ from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
+from ggmodules.runtime import housekeeping
 from ggmodules.runtime.errors import to_status
 from ggmodules.sdk import (
     ContentionError,
@@ -28,7 +29,7 @@ from ggmodules.sdk import (
     Violation,
 )
 from ggmodules.sdk.errors import error_from_status
-from ggmodules.sdk.retry import Attempts
+from ggmodules.sdk.retry import MAX_RETRY_SPAN_SECONDS, Attempts
 from ggmodules.sdk.words import Word
 
 VOCABULARIES: list[tuple[type[Word], object]] = [
@@ -111,3 +112,18 @@ def test_only_unavailable_and_aborted_on_a_retryable_call_are_retried_within_att
     short = Attempts(RetryPolicy(initial_backoff=5, jitter=0), 1, retryable=True)
     short.timeout()
     assert short.retry_after(grpc.StatusCode.UNAVAILABLE) is None  # the backoff would outlive the deadline
+
+
+def test_no_retry_starts_after_the_retry_span_even_without_a_deadline() -> None:
+    """A request id is forgotten after the services' request-log retention: a retry later than the SDK's
+    retry span (kept below it) could be applied twice, so the SDK never sends one (issue 14)."""
+    now = [0.0]
+    policy = RetryPolicy(max_attempts=10, initial_backoff=1, max_backoff=1, jitter=0)
+    call = Attempts(policy, None, retryable=True, clock=lambda: now[0])
+    call.timeout()
+    assert call.retry_after(grpc.StatusCode.UNAVAILABLE) == 1
+    now[0] = MAX_RETRY_SPAN_SECONDS - 0.5  # one attempt hung for almost the whole span (no deadline)
+    call.timeout()
+    assert call.retry_after(grpc.StatusCode.UNAVAILABLE) is None
+    assert MAX_RETRY_SPAN_SECONDS == housekeeping.MAX_RETRY_SPAN_SECONDS
+    assert MAX_RETRY_SPAN_SECONDS < housekeeping.DEFAULT_REQUEST_WINDOW

@@ -15,6 +15,7 @@ from ggmodules.sdk.agent import Agent, AsyncAgent
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.errors import (
+    AckBeyondHeadError,
     AgentNotFoundError,
     AlreadyExistsError,
     CapExceededError,
@@ -35,11 +36,10 @@ from ggmodules.sdk.errors import (
     InvalidQueryError,
     KindNotHeldError,
     MalformedRequestError,
-    OutboxPrunedError,
-    AckBeyondHeadError,
     NoSuchEdgeError,
     NotAHolderError,
     NotInFsmError,
+    OutboxPrunedError,
     ProfileNotFoundError,
     ReadOnlyError,
     RequestIdReusedError,
@@ -118,6 +118,7 @@ from ggmodules.sdk.words import (
 
 __all__ = [
     "NO_RETRY",
+    "AckBeyondHeadError",
     "Agent",
     "AgentNotFoundError",
     "AlreadyExistsError",
@@ -165,8 +166,6 @@ __all__ = [
     "KindNotHeldError",
     "KindOutcome",
     "MalformedRequestError",
-    "OutboxPrunedError",
-    "AckBeyondHeadError",
     "Memories",
     "MemoriesContents",
     "MemoriesHandle",
@@ -178,6 +177,7 @@ __all__ = [
     "NotAHolderError",
     "NotInFsmError",
     "Origin",
+    "OutboxPrunedError",
     "Outcome",
     "Page",
     "Profile",

@@ -12,6 +12,10 @@ from ggmodules.sdk.config import RetryPolicy
 
 # Failures after which nothing was applied: the service could not be reached, or refused under contention.
 RETRIED = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.ABORTED})
+# No retry starts later than this after the call began, whatever its timeout (None included): the services
+# forget a request id after their request-log retention (GGMODULES_REQUEST_LOG_RETENTION_SECONDS, one day
+# by default, never meant to be below this), and a retry after that would be applied as a new request.
+MAX_RETRY_SPAN_SECONDS = 600.0
 
 
 class Attempts:
@@ -31,6 +35,7 @@ class Attempts:
         self._clock = clock
         self._rand = rand
         self._deadline = None if timeout is None else clock() + timeout
+        self._last_retry = clock() + MAX_RETRY_SPAN_SECONDS
         self.count = 0
 
     def timeout(self) -> float | None:
@@ -48,5 +53,7 @@ class Attempts:
             return None
         delay = self._policy.delay(self.count, self._rand())
         if self._deadline is not None and self._clock() + delay >= self._deadline:
+            return None
+        if self._clock() + delay >= self._last_retry:
             return None
         return delay

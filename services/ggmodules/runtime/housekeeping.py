@@ -28,7 +28,8 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.storage.outbox_pruning import OutboxPositions, prune_requests
 
-# The longest the SDK goes on retrying one call (clients/ggmodules/sdk/retry.py keeps to it).
+# The longest the SDK goes on retrying one call (clients/ggmodules/sdk/retry.py keeps to it; services do not
+# import the SDK, so the figure is repeated, and a test holds the two equal).
 MAX_RETRY_SPAN_SECONDS = 600.0
 
 

@@ -89,8 +89,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
 
     def _read(self, feed: OutboxFeed, conn: Connection, after: int) -> OutboxPage:
         page = feed.read(conn, after, BATCH)
-        self._positions.check(conn, after)  # after the rows: a prune between the two is seen
-        return page
+        return self._positions.check(conn, after, page)  # after the rows: a prune between the two is seen
 
     async def AckOutbox(
         self, request: pb.AckOutboxRequest, context: grpc.aio.ServicerContext

@@ -18,6 +18,7 @@ neither); a follower's position is raised only by its own acknowledgement, sent 
 from __future__ import annotations
 
 import time
+from dataclasses import replace
 from typing import Any
 
 from sqlalchemy import Table, delete, func, select, tuple_
@@ -27,7 +28,7 @@ from sqlmodel import Field, SQLModel
 
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, OutOfRange, Reason
 from ggmodules.storage.columns import SEQ
-from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.outbox import Outbox, OutboxPage
 
 PRUNED_THROUGH = "pruned_through"
 FOLLOWER = "follower/"
@@ -88,9 +89,9 @@ class OutboxPositions:
         value = conn.execute(select(self._table.c.value).where(self._table.c.name == PRUNED_THROUGH))
         return int(value.scalar() or 0)
 
-    def check(self, conn: Connection, after: int) -> None:
-        """Refuses a read positioned after `after` when events past it were pruned. Called after the read's
-        rows were taken (see the module doc)."""
+    def check(self, conn: Connection, after: int, page: OutboxPage) -> OutboxPage:
+        """`page`, read after `after`, with a head that never goes back below what was pruned; refused when
+        events past `after` were pruned. Called after the page's rows were read (see the module doc)."""
         pruned = self.pruned_through(conn)
         if after < pruned:
             raise OutOfRange(
@@ -100,6 +101,7 @@ class OutboxPositions:
                 reason=Reason.OUTBOX_PRUNED,
                 metadata={"after_origin_seq": str(after), "oldest_origin_seq": str(pruned + 1)},
             )
+        return page if page.head >= pruned else replace(page, head=pruned)
 
     def prune_target(self, conn: Connection, margin: int) -> int:
         """What may be pruned: through min(followers) - margin; 0 with no follower known."""

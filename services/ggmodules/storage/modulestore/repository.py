@@ -118,8 +118,7 @@ class ModuleStoreRepository:
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         def read(c: Connection) -> OutboxPage:
             page = self.outbox.read(c, after, limit, run_id)
-            self.positions.check(c, after)  # after the rows: a prune between the two is seen
-            return page
+            return self.positions.check(c, after, page)  # after the rows: a prune between the two is seen
 
         return self.read(read)
 

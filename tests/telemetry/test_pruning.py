@@ -1,0 +1,196 @@
+"""Bounded outboxes (issue 14): an origin prunes only what every follower has durably taken in, says so to a
+reader positioned below what it pruned, and forgets request ids past the retention window.
+
+Pruning passes are run by the test (the services' own Housekeeper, `prune_once`) instead of waiting for the
+background interval; the margin is 0 so each pass prunes everything acknowledged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+
+from ggmodules.common.v1 import outbox_service_pb2 as ob
+from ggmodules.common.v1 import outbox_service_pb2_grpc as ob_grpc
+from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
+from tests.harness import InProcessService, ServiceProcess, status_of
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, is_write_of
+from tests.telemetry.test_durability import key, read_run
+
+DEADLINE = 30.0
+
+
+@pytest.fixture()
+def bare(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    """ModuleStore and Registry pruning with no margin; the test starts Telemetry as a process."""
+    monkeypatch.setenv("GGMODULES_OUTBOX_PRUNE_MARGIN", "0")
+    monkeypatch.setenv("GGMODULES_REQUEST_LOG_RETENTION_SECONDS", "1")
+    r = Rig(backend, tmp_path, telemetry=False)
+    yield r
+    r.close()
+
+
+def prune(rig: Rig, service: InProcessService) -> tuple[int, int]:
+    result: tuple[int, int] = rig.loop.run(service.running.service.extra["housekeeper"].prune_once())
+    return result
+
+
+def followers(rig: Rig) -> dict[str, int]:
+    """ModuleStore's record of its followers, read on its own loop (SQLite: its one pinned connection)."""
+    repo = rig.modulestore.running.service.extra["repository"]
+
+    async def read() -> dict[str, int]:
+        positions: dict[str, int] = repo.read(repo.positions.followers)
+        return positions
+
+    return rig.loop.run(read())
+
+
+def until(check: Any, what: str) -> None:
+    """Polls `check()` (a condition on the services' state) until it holds, within DEADLINE."""
+    end = time.monotonic() + DEADLINE
+    while not check():
+        assert time.monotonic() < end, f"{what} within {DEADLINE}s"
+        time.sleep(0.02)
+
+
+def outbox_stub(rig: Rig, address: str) -> ob_grpc.OutboxServiceStub:
+    return ob_grpc.OutboxServiceStub(rig.channel(address))
+
+
+def test_an_outbox_no_follower_has_acknowledged_is_not_pruned(bare: Rig) -> None:
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    bare.say(run, coder.agent_id, store_ids(coder)["history"], "kept")
+    before = bare.outbox(run)
+
+    assert prune(bare, bare.modulestore)[0] == 0
+    assert prune(bare, bare.registry)[0] == 0
+    assert [key(e) for e in bare.outbox(run)] == [key(e) for e in before]
+
+
+def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
+    bare.start_telemetry_process()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    for n in range(20):
+        bare.say(run, coder.agent_id, history, f"before {n}")
+    bare.say(run, coder.agent_id, history, "taken in")
+    sub = bare.subscribe(run)
+    seen = sub.until(is_write_of("taken in"))
+    sub.close()
+    taken_in = max(ev.origin_seq for _, ev in seen if ev.origin == "modulestore")
+    until(lambda: followers(bare).get("telemetry", 0) >= taken_in, "Telemetry acknowledges what it stored")
+
+    first = bare.telemetry
+    assert isinstance(first, ServiceProcess)
+    first.kill()  # kill -9
+    for n in range(20):  # written while Telemetry is gone: not taken in, so never pruned
+        bare.say(run, coder.agent_id, history, f"while down {n}")
+    bare.say(run, coder.agent_id, history, "end")
+    everything = bare.outbox(run)
+
+    pruned, _ = prune(bare, bare.modulestore)
+    prune(bare, bare.registry)
+    assert pruned >= taken_in - 1  # the acknowledged events are gone from ModuleStore's outbox...
+    acked = followers(bare)["telemetry"]
+    left = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=1000)).events
+    assert [key(e) for e in left] == [key(e) for e in everything if e.origin_seq > acked]  # ...the rest stays
+
+    bare.start_telemetry_process()  # same database: resumes where it stood, past nothing it lacks
+    got = read_run(bare, run, "end")
+    cursors = [c for c, _ in got]
+    assert cursors == sorted(set(cursors))
+    assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in everything]
+    assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
+
+
+def test_a_reader_below_the_pruned_range_is_told_out_of_range(bare: Rig) -> None:
+    bare.start_telemetry_process()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    bare.say(run, coder.agent_id, store_ids(coder)["history"], "end")
+    head = bare.outbox(run)[-1].origin_seq
+    until(lambda: followers(bare).get("telemetry", 0) >= head, "Telemetry acknowledges what it stored")
+    assert prune(bare, bare.modulestore)[0] > 0
+
+    with pytest.raises(grpc.RpcError) as read:
+        bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=0, page_size=10))
+    assert status_of(read.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
+    assert "after_origin_seq" in str(read.value.details())
+
+    watch = outbox_stub(bare, bare.modulestore.address).WatchOutbox(ob.WatchOutboxRequest(after_origin_seq=0))
+    with pytest.raises(grpc.RpcError) as watched:
+        next(iter(watch))
+    assert status_of(watched.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
+
+    # From the acknowledged position on, the outbox reads as before.
+    acked = followers(bare)["telemetry"]
+    page = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10))
+    assert not page.events and page.head_origin_seq >= head  # the head never goes back
+
+
+def test_ack_outbox_refuses_a_position_it_could_not_have_sent_and_changes_nothing(bare: Rig) -> None:
+    stub = outbox_stub(bare, bare.modulestore.address)
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    open_instance(bare.reg, run, "coder")
+    head = bare.outbox(run)[-1].origin_seq
+
+    with pytest.raises(grpc.RpcError) as beyond:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head + 1000))
+    assert status_of(beyond.value) == (grpc.StatusCode.FAILED_PRECONDITION, "ACK_BEYOND_HEAD")
+    with pytest.raises(grpc.RpcError) as nameless:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="", durable_origin_seq=1))
+    assert status_of(nameless.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert "mirror" not in followers(bare)
+
+    stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=1))  # never lowers it
+    assert followers(bare)["mirror"] == head
+
+
+def test_a_slower_follower_holds_pruning_back(bare: Rig) -> None:
+    stub = outbox_stub(bare, bare.modulestore.address)
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    for n in range(5):
+        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
+    events = bare.outbox(run)
+    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=events[-1].origin_seq))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="slow", durable_origin_seq=events[2].origin_seq))
+
+    prune(bare, bare.modulestore)
+    after_slow = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=events[2].origin_seq)).events
+    assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
+
+
+def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: Rig) -> None:
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    message = ms_pb.MessageInput(role="user", content="once")
+    request = ms.WriteRequest(
+        request_id="late-retry",
+        run_id=run,
+        agent_id=coder.agent_id,
+        store_id=history,
+        append_messages=ms.AppendMessages(messages=[message]),
+    )
+    first = bare.ms.Write(request)
+    assert bare.ms.Write(request) == first  # within the window: the first answer, applied once
+
+    until(lambda: prune(bare, bare.modulestore)[1] > 0, "the request id falls out of the 1 s window")
+
+    again = bare.ms.Write(request)
+    assert again.last_seq == first.last_seq + 1  # applied as a new request
+    store = bare.ms.GetStore(ms.GetStoreRequest(run_id=run, agent_id=coder.agent_id, store_id=history))
+    assert [m.content for m in store.contents.history.messages] == ["once", "once"]
+
