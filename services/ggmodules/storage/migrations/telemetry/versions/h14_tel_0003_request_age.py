@@ -1,5 +1,6 @@
-"""telemetry: when each request id was claimed (`tel_requests.created_at`), so the request log can be
-pruned by age (issue 14). Request ids already logged count as claimed when this revision ran.
+"""telemetry: when each request id was claimed (`tel_requests.created_at`) and each event stored
+(`tel_events.stored_at`), so the request log and the event log can be pruned by age (issue 14). Request ids
+and events already there count as claimed and stored when this revision ran.
 
 Revision ID: h14_tel_0003
 Revises: tel_h4_0002
@@ -23,8 +24,11 @@ def upgrade() -> None:
         "tel_requests", sa.Column("created_at", SEQ, nullable=False, server_default=str(int(time.time())))
     )
     op.create_index("ix_tel_requests_created_at", "tel_requests", ["created_at"])
+    now = str(int(time.time()))
+    op.add_column("tel_events", sa.Column("stored_at", sa.BigInteger(), nullable=False, server_default=now))
 
 
 def downgrade() -> None:
+    op.drop_column("tel_events", "stored_at")
     op.drop_index("ix_tel_requests_created_at", "tel_requests")
     op.drop_column("tel_requests", "created_at")
