@@ -135,7 +135,14 @@ def test_a_reader_below_the_pruned_range_is_told_out_of_range(bare: Rig) -> None
     # From the acknowledged position on, the outbox reads as before.
     acked = followers(bare)["telemetry"]
     page = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10))
-    assert not page.events and page.head_origin_seq >= head  # the head never goes back
+    assert page.head_origin_seq >= head  # the head never goes back
+
+    # Events written after the prune take new numbers, past everything ever handed out, and reach Telemetry.
+    bare.say(run, coder.agent_id, store_ids(coder)["history"], "after the prune")
+    newer = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10)).events
+    assert newer and all(e.origin_seq > head for e in newer)
+    got = bare.subscribe(run).until(is_write_of("after the prune"))
+    assert key(got[-1][1]) == key(newer[-1])
 
 
 def test_ack_outbox_refuses_a_position_it_could_not_have_sent_and_changes_nothing(bare: Rig) -> None:

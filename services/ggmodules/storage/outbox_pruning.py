@@ -6,7 +6,8 @@ Followers' positions live in the service's own database (a `<prefix>_outbox_posi
 a follower that claims more than the outbox holds is refused and changes nothing.
 
 Pruning (`prune_step`) deletes, in one short transaction, at most `batch` of the oldest events at or below
-min(every known follower's position) - margin, and raises `pruned_through` in the same transaction. No
+min(every known follower's position) - margin, and raises `pruned_through` in the same transaction. The
+newest event is never pruned, so origin_seq values are never drawn twice. No
 follower known yet: nothing is pruned. A reader positioned below `pruned_through` is refused OUT_OF_RANGE
 (OUTBOX_PRUNED) with the oldest position it may resume from: it is told, never silently skipped. Readers
 check `pruned_through` after reading their rows, so a prune committed between the two is always seen.
@@ -111,7 +112,10 @@ class OutboxPositions:
     def prune_step(self, conn: Connection, margin: int, batch: int) -> int:
         """Deletes at most `batch` of the oldest events that every follower has taken in (less `margin`);
         returns how many. Run it in its own short transaction, again while it returns `batch`."""
-        target = self.prune_target(conn, margin)
+        # The newest event always stays: a SQLite rowid key without AUTOINCREMENT is numbered from the
+        # largest one left, and an origin_seq drawn again would be taken by followers for one they have.
+        newest = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
+        target = min(self.prune_target(conn, margin), int(newest or 0) - 1)
         if target <= 0:
             return 0
         upto = conn.execute(
