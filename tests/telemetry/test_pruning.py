@@ -14,15 +14,17 @@ from typing import Any
 
 import grpc
 import pytest
+from sqlalchemy import func, select
 
 from ggmodules.common.v1 import outbox_service_pb2 as ob
 from ggmodules.common.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
-from tests.harness import InProcessService, ServiceProcess, status_of
+from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, status_of
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import Rig, is_write_of
 from tests.telemetry.test_durability import key, read_run
+from tests.telemetry.test_turns import report
 
 DEADLINE = 30.0
 
@@ -37,7 +39,7 @@ def bare(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
     r.close()
 
 
-def prune(rig: Rig, service: InProcessService) -> tuple[int, int]:
+def prune(rig: Rig, service: InProcessService | InProcessTelemetry) -> tuple[int, int]:
     result: tuple[int, int] = rig.loop.run(service.running.service.extra["housekeeper"].prune_once())
     return result
 
@@ -201,3 +203,25 @@ def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: R
     store = bare.ms.GetStore(ms.GetStoreRequest(run_id=run, agent_id=coder.agent_id, store_id=history))
     assert [m.content for m in store.contents.history.messages] == ["once", "once"]
 
+
+
+def test_telemetry_keeps_only_the_newest_row_of_its_own_outbox_and_numbers_on_after_it(bare: Rig) -> None:
+    """Telemetry's own outbox only numbers its turn events (logged in the same transaction): pruned to its
+    newest row, and a turn reported after that is logged under a new number, not dropped as a repeat."""
+    telemetry = bare.start_telemetry()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    cursors = [report(bare, run, coder.agent_id, turn) for turn in (1, 2, 3)]
+    outbox = telemetry.repository._outbox._rows
+
+    def own_outbox() -> int:
+        with telemetry.repository.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(outbox)).scalar_one())
+
+    assert own_outbox() == 3
+    prune(bare, telemetry)
+    assert own_outbox() == 1
+    cursors.append(report(bare, run, coder.agent_id, 4))
+    got = bare.subscribe(run, agent_id=coder.agent_id).until(lambda ev: ev.turn.turn == 4)
+    turns = [(c, ev.turn.turn) for c, ev in got if ev.WhichOneof("body") == "turn"]
+    assert turns == list(zip(cursors, (1, 2, 3, 4), strict=True))

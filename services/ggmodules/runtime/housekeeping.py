@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,6 +81,7 @@ class Housekeeper:
         *,
         positions: OutboxPositions | None = None,
         requests: Table | None = None,
+        steps: Sequence[Callable[[Connection, int], int]] = (),
     ) -> None:
         self.settings = settings
         self._writing = writing
@@ -88,6 +89,7 @@ class Housekeeper:
         self._log = log
         self._positions = positions
         self._requests = requests
+        self._steps = steps  # more pruning steps: (conn, batch) -> rows deleted
         self._task: asyncio.Task[None] | None = None
         if settings.request_window < MAX_RETRY_SPAN_SECONDS:
             log.warning(
@@ -121,6 +123,8 @@ class Housekeeper:
             events = await self._batches(lambda c: positions.prune_step(c, s.margin, s.batch))
         if table is not None:
             requests = await self._batches(lambda c: prune_requests(c, table, s.request_window, s.batch))
+        for step in self._steps:
+            events += await self._batches(lambda c, step=step: step(c, s.batch))  # type: ignore[misc]
         if events or requests:
             self._log.info("pruned", outbox_events=events, request_ids=requests)
         return events, requests

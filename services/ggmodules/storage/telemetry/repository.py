@@ -305,6 +305,17 @@ class TelemetryRepository:
         ).scalar()
         return int(through or 0)
 
+    def prune_own_outbox(self, conn: Connection, batch: int) -> int:
+        """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
+        every row but the newest (which keeps the numbering going on SQLite) is dead weight."""
+        rows = self._outbox._rows
+        newest = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
+        if newest is None:
+            return 0
+        oldest = select(rows.c.origin_seq).where(rows.c.origin_seq < newest).order_by(rows.c.origin_seq)
+        stmt = delete(rows).where(rows.c.origin_seq.in_(oldest.limit(batch).scalar_subquery()))
+        return int(conn.execute(stmt).rowcount)
+
     # ---- reads --------------------------------------------------------------------------------------
 
     def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
