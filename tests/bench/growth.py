@@ -252,7 +252,7 @@ def holder_costs(directory: Path, backend: str, pg_url: str) -> None:
 def flat_size(directory: Path, quick: bool) -> None:
     """ModuleStore's pages in use after 1,000 overwriting writes and after 100,000, each time once pruned:
     the store's own contents stay one pad, so all growth is log (outbox, request ids)."""
-    trio = Trio(directory, telemetry_env={"GGMODULES_TELEMETRY_RETENTION_EVENTS": "10000"})
+    trio = Trio(directory, telemetry_env={"GGMODULES_TELEMETRY_RETENTION_EVENTS": "1000"})
     sizes: dict[int, dict[str, int]] = {}
     try:
         run, agent = f"run-{uuid.uuid4().hex[:8]}", "writer-0"
@@ -305,7 +305,7 @@ def flat_size(directory: Path, quick: bool) -> None:
     print(f"\n[database size after {max(sizes):,} writes and a pruning pass, against after 1,000; SQLite]")
     for service in ("modulestore", "registry", "telemetry"):
         ratio = large[service] / small[service]
-        note = " (Telemetry keeps its newest 10,000 events here)" if service == "telemetry" else ""
+        note = " (retention: its newest 1,000 events)" if service == "telemetry" else ""
         print(
             f"  {service:<12} {small[service] / 1e6:7.2f} MB -> {large[service] / 1e6:7.2f} MB"
             f"   {ratio:5.2f}x"
