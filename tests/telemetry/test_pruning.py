@@ -55,6 +55,18 @@ def followers(rig: Rig) -> dict[str, int]:
     return rig.loop.run(read())
 
 
+def logged(rig: Rig, request_id: str) -> bool:
+    """Whether ModuleStore's request log still holds `request_id` (read on its own loop)."""
+    repo = rig.modulestore.running.service.extra["repository"]
+    table = repo.request_table
+    query = select(func.count()).select_from(table).where(table.c.request_id == request_id)
+
+    async def read() -> bool:
+        return bool(repo.read(lambda conn: conn.execute(query).scalar_one()))
+
+    return rig.loop.run(read())
+
+
 def until(check: Any, what: str) -> None:
     """Polls `check()` (a condition on the services' state) until it holds, within DEADLINE."""
     end = time.monotonic() + DEADLINE
@@ -67,15 +79,37 @@ def outbox_stub(rig: Rig, address: str) -> ob_grpc.OutboxServiceStub:
     return ob_grpc.OutboxServiceStub(rig.channel(address))
 
 
-def test_an_outbox_no_follower_has_acknowledged_is_not_pruned(bare: Rig) -> None:
+def test_acknowledgements_decide_what_is_pruned(bare: Rig) -> None:
+    stub = outbox_stub(bare, bare.modulestore.address)
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
-    bare.say(run, coder.agent_id, store_ids(coder)["history"], "kept")
-    before = bare.outbox(run)
+    for n in range(5):
+        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
+    events = bare.outbox(run)
 
+    # No follower has acknowledged anything: nothing is pruned.
     assert prune(bare, bare.modulestore)[0] == 0
     assert prune(bare, bare.registry)[0] == 0
-    assert [key(e) for e in bare.outbox(run)] == [key(e) for e in before]
+    assert [key(e) for e in bare.outbox(run)] == [key(e) for e in events]
+
+    # A position the outbox could not have sent, or no name, is refused and recorded nowhere.
+    head = events[-1].origin_seq
+    with pytest.raises(grpc.RpcError) as beyond:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head + 1000))
+    assert status_of(beyond.value) == (grpc.StatusCode.FAILED_PRECONDITION, "ACK_BEYOND_HEAD")
+    with pytest.raises(grpc.RpcError) as nameless:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="", durable_origin_seq=1))
+    assert status_of(nameless.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert followers(bare) == {}
+
+    # A position only rises; the slowest follower holds pruning back.
+    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=head))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=1))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="slow", durable_origin_seq=events[2].origin_seq))
+    assert followers(bare) == {"fast": head, "slow": events[2].origin_seq}
+    assert prune(bare, bare.modulestore)[0] > 0
+    after_slow = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=events[2].origin_seq)).events
+    assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
 
 
 def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
@@ -114,71 +148,28 @@ def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
     assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in everything]
     assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
 
-
-def test_a_reader_below_the_pruned_range_is_told_out_of_range(bare: Rig) -> None:
-    bare.start_telemetry_process()
-    run = create_run(bare.reg, full_profile("coder")).run_id
-    coder = open_instance(bare.reg, run, "coder")
-    bare.say(run, coder.agent_id, store_ids(coder)["history"], "end")
-    head = bare.outbox(run)[-1].origin_seq
-    until(lambda: followers(bare).get("telemetry", 0) >= head, "Telemetry acknowledges what it stored")
-    assert prune(bare, bare.modulestore)[0] > 0
-
+    # Everything is taken in again: pruned to the newest event (margin 0). A reader below is told so.
+    head = everything[-1].origin_seq
+    until(lambda: followers(bare)["telemetry"] >= head, "Telemetry acknowledges what it stored")
+    prune(bare, bare.modulestore)
     with pytest.raises(grpc.RpcError) as read:
         bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=0, page_size=10))
     assert status_of(read.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
     assert "after_origin_seq" in str(read.value.details())
-
     watch = outbox_stub(bare, bare.modulestore.address).WatchOutbox(ob.WatchOutboxRequest(after_origin_seq=0))
     with pytest.raises(grpc.RpcError) as watched:
         next(iter(watch))
     assert status_of(watched.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
-
-    # From the acknowledged position on, the outbox reads as before.
     acked = followers(bare)["telemetry"]
     page = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10))
     assert page.head_origin_seq >= head  # the head never goes back
 
     # Events written after the prune take new numbers, past everything ever handed out, and reach Telemetry.
-    bare.say(run, coder.agent_id, store_ids(coder)["history"], "after the prune")
+    bare.say(run, coder.agent_id, history, "after the prune")
     newer = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10)).events
     assert newer and all(e.origin_seq > head for e in newer)
-    got = bare.subscribe(run).until(is_write_of("after the prune"))
-    assert key(got[-1][1]) == key(newer[-1])
-
-
-def test_ack_outbox_refuses_a_position_it_could_not_have_sent_and_changes_nothing(bare: Rig) -> None:
-    stub = outbox_stub(bare, bare.modulestore.address)
-    run = create_run(bare.reg, full_profile("coder")).run_id
-    open_instance(bare.reg, run, "coder")
-    head = bare.outbox(run)[-1].origin_seq
-
-    with pytest.raises(grpc.RpcError) as beyond:
-        stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head + 1000))
-    assert status_of(beyond.value) == (grpc.StatusCode.FAILED_PRECONDITION, "ACK_BEYOND_HEAD")
-    with pytest.raises(grpc.RpcError) as nameless:
-        stub.AckOutbox(ob.AckOutboxRequest(follower="", durable_origin_seq=1))
-    assert status_of(nameless.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
-    assert "mirror" not in followers(bare)
-
-    stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head))
-    stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=1))  # never lowers it
-    assert followers(bare)["mirror"] == head
-
-
-def test_a_slower_follower_holds_pruning_back(bare: Rig) -> None:
-    stub = outbox_stub(bare, bare.modulestore.address)
-    run = create_run(bare.reg, full_profile("coder")).run_id
-    coder = open_instance(bare.reg, run, "coder")
-    for n in range(5):
-        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
-    events = bare.outbox(run)
-    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=events[-1].origin_seq))
-    stub.AckOutbox(ob.AckOutboxRequest(follower="slow", durable_origin_seq=events[2].origin_seq))
-
-    prune(bare, bare.modulestore)
-    after_slow = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=events[2].origin_seq)).events
-    assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
+    after = bare.subscribe(run, after=got[-1][0]).until(is_write_of("after the prune"))
+    assert key(after[-1][1]) == key(newer[-1])
 
 
 def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: Rig) -> None:
@@ -196,7 +187,11 @@ def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: R
     first = bare.ms.Write(request)
     assert bare.ms.Write(request) == first  # within the window: the first answer, applied once
 
-    until(lambda: prune(bare, bare.modulestore)[1] > 0, "the request id falls out of the 1 s window")
+    def forgotten() -> bool:
+        prune(bare, bare.modulestore)
+        return not logged(bare, "late-retry")
+
+    until(forgotten, "the request id falls out of the 1 s window")
 
     again = bare.ms.Write(request)
     assert again.last_seq == first.last_seq + 1  # applied as a new request
