@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `archive`) prints one section.
+`telemetry-postgres`, `archive`, `growth`) prints one section.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, m
 from ggmodules.sdk import Client, Memories, Profile
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bench import archive_search
+from tests.bench import archive_search, growth
 from tests.bench.raw_stream import stream_stub
 from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
 
@@ -608,6 +608,7 @@ def main() -> None:
         "modulestore": modulestore_figures, "transfer": transfer_figures, "telemetry": telemetry_figures,
         "telemetry-postgres": telemetry_postgres_figures,
         "archive": archive_figures,
+        "growth": growth.figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()

@@ -10,6 +10,7 @@ from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
+from ggmodules.runtime import housekeeping
 from ggmodules.runtime.errors import to_status
 from ggmodules.sdk import (
     ContentionError,
@@ -26,6 +27,7 @@ from ggmodules.sdk import (
     UnknownKindError,
     Violation,
 )
+from ggmodules.sdk.config import MAX_RETRY_SPAN_SECONDS, ClientConfig
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.words import Word
 
@@ -81,3 +83,14 @@ def test_r47_contention_becomes_a_typed_contention_error() -> None:
     err = error_from_status(*_over_the_wire(refusal))
     assert isinstance(err, ContentionError) and err.code == grpc.StatusCode.ABORTED
     assert err.reason == "CONTENTION"
+
+
+def test_no_retry_starts_after_the_retry_span_even_without_a_deadline() -> None:
+    """A request id is forgotten after the services' request-log retention: gRPC retries only within a
+    call's deadline, and the SDK never gives a unary call one longer than its retry span (kept below the
+    retention), so a retry that could be applied twice is never sent (issue 14)."""
+    assert ClientConfig(timeout=None).call_timeout == MAX_RETRY_SPAN_SECONDS
+    assert ClientConfig(timeout=86_400).call_timeout == MAX_RETRY_SPAN_SECONDS
+    assert ClientConfig(timeout=3).call_timeout == 3
+    assert MAX_RETRY_SPAN_SECONDS == housekeeping.MAX_RETRY_SPAN_SECONDS
+    assert MAX_RETRY_SPAN_SECONDS < housekeeping.DEFAULT_REQUEST_WINDOW

@@ -17,6 +17,7 @@ from ggmodules.sdk.agent import Agent, AsyncAgent
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.errors import (
+    AckBeyondHeadError,
     AgentNotFoundError,
     AlreadyExistsError,
     CapExceededError,
@@ -40,6 +41,7 @@ from ggmodules.sdk.errors import (
     NoSuchEdgeError,
     NotAHolderError,
     NotInFsmError,
+    OutboxPrunedError,
     ProfileNotFoundError,
     ReadOnlyError,
     RequestIdReusedError,
@@ -119,6 +121,7 @@ from ggmodules.sdk.words import (
 
 __all__ = [
     "NO_RETRY",
+    "AckBeyondHeadError",
     "Agent",
     "AgentNotFoundError",
     "AlreadyExistsError",
@@ -178,6 +181,7 @@ __all__ = [
     "NotAHolderError",
     "NotInFsmError",
     "Origin",
+    "OutboxPrunedError",
     "Outcome",
     "Page",
     "Profile",

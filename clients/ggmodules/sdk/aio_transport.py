@@ -52,7 +52,7 @@ class AsyncTransport(TransportBase):
 
     async def _run(self, plan: Plan[T]) -> T:
         method = self._channels.get().method(plan, self._config.retry)
-        call = method(plan.request, timeout=self._config.timeout, metadata=self._headers(plan))
+        call = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
         try:
             return plan.convert(await call)
         except grpc.aio.AioRpcError as err:

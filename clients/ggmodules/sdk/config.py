@@ -71,6 +71,10 @@ def _default_timeout() -> float:
 
 
 NO_RETRY = RetryPolicy(max_attempts=1)
+# No unary call (retries included) outlasts this: the services forget a request id after their request-log
+# retention (GGMODULES_REQUEST_LOG_RETENTION_SECONDS, one day by default, never meant to be below this), and
+# a retry after that would be applied as a new request. gRPC retries only within the call's deadline.
+MAX_RETRY_SPAN_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -79,14 +83,19 @@ class ClientConfig:
     modulestore: str = DEFAULT_MODULESTORE
     transfer: str = DEFAULT_TRANSFER
     telemetry: str = DEFAULT_TELEMETRY
-    # Deadline of every unary call in seconds, retries included (default: the service config's); None
-    # waits forever. Streams (`subscribe`) have none.
+    # Deadline of every unary call in seconds, retries included (default: the service config's); None, or
+    # anything above MAX_RETRY_SPAN_SECONDS, waits that long (`call_timeout`). Streams have none.
     timeout: float | None = field(default_factory=_default_timeout)
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_service_config)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
     # The services' own message-size limits, so a big window reads back whole.
     channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
+
+    @property
+    def call_timeout(self) -> float:
+        """The deadline given to each unary call: `timeout`, at most MAX_RETRY_SPAN_SECONDS."""
+        return MAX_RETRY_SPAN_SECONDS if self.timeout is None else min(self.timeout, MAX_RETRY_SPAN_SECONDS)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:

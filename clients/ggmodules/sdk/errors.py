@@ -276,6 +276,24 @@ class MalformedRequestError(GGModulesError):
     REASON = "MALFORMED_REQUEST"
 
 
+class OutboxPrunedError(GGModulesError):
+    """An outbox position older than what the outbox retains (ReadOutbox, WatchOutbox): resume after
+    `oldest_origin_seq - 1` and expect a gap."""
+
+    REASON = "OUTBOX_PRUNED"
+
+    @property
+    def oldest_origin_seq(self) -> int:
+        """The oldest origin_seq still available (ErrorInfo metadata `oldest_origin_seq`)."""
+        return int(self.metadata.get("oldest_origin_seq") or 0)
+
+
+class AckBeyondHeadError(GGModulesError):
+    """An AckOutbox position past the outbox's newest event; nothing was recorded."""
+
+    REASON = "ACK_BEYOND_HEAD"
+
+
 class DeadlineExceededError(GGModulesError):
     """The call's deadline passed before a service answered. Mutations may or may not have applied:
     retrying with the same request id is safe."""

@@ -40,7 +40,7 @@ class SyncTransport(TransportBase):
     def run(self, plan: Plan[T]) -> T:
         method = self._stubs.method(plan, self._config.retry)
         try:
-            response = method(plan.request, timeout=self._config.timeout, metadata=self._headers(plan))
+            response = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
             return plan.convert(response)
         except grpc.RpcError as err:
             raise error_from_status(err.code(), err.details(), _rich_status(err),

@@ -292,6 +292,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The request body is not a valid encoding of the RPC's request message (it does not parse, or a
     string field is not UTF-8); nothing was read or changed.
     """
+    ERROR_REASON_OUTBOX_PRUNED: _ErrorReason.ValueType  # 75
+    """A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
+    `oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at
+    `oldest_origin_seq` - 1 or later and expect a gap (issue 14).
+    """
+    ERROR_REASON_ACK_BEYOND_HEAD: _ErrorReason.ValueType  # 76
+    """An AckOutbox durable_origin_seq past the outbox's newest event (metadata `head_origin_seq`): a
+    follower can only have stored what it was sent. Nothing was recorded.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -392,6 +401,15 @@ too_many_terms, unclosed_quote, dangling_or, only_exclusions, only_common_words)
 ERROR_REASON_MALFORMED_REQUEST: ErrorReason.ValueType  # 37
 """The request body is not a valid encoding of the RPC's request message (it does not parse, or a
 string field is not UTF-8); nothing was read or changed.
+"""
+ERROR_REASON_OUTBOX_PRUNED: ErrorReason.ValueType  # 75
+"""A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
+`oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at
+`oldest_origin_seq` - 1 or later and expect a gap (issue 14).
+"""
+ERROR_REASON_ACK_BEYOND_HEAD: ErrorReason.ValueType  # 76
+"""An AckOutbox durable_origin_seq past the outbox's newest event (metadata `head_origin_seq`): a
+follower can only have stored what it was sent. Nothing was recorded.
 """
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 

@@ -18,6 +18,7 @@ import structlog
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.server import Service
@@ -43,7 +44,12 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = make_engine(config.database_url)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
+    run = run_inline if inline else run_in_thread
+    # SQLite: pruning runs inline too, on the pinned connection, in batches short enough not to be felt.
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read)
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
+    )
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
     semantic = embedder.name if embedder else "off"
@@ -52,8 +58,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     def register(server: Any) -> None:
         svc_grpc.add_ModuleStoreServiceServicer_to_server(servicer, server)
         outbox.register(server)
+        housekeeper.start()
 
     async def on_stop() -> None:
+        await housekeeper.stop()
         repo.close()
 
     return Service(
@@ -61,5 +69,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, OUTBOX_SERVICE],
         on_stop=on_stop,
-        extra={"repository": repo},
+        extra={"repository": repo, "housekeeper": housekeeper},
     )

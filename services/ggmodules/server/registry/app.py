@@ -9,8 +9,9 @@ import structlog
 
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
-from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading
+from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading, engine_writing
 from ggmodules.runtime.server import Service
 from ggmodules.server.registry.binder import ModuleStoreBinder
 from ggmodules.server.registry.instances import Instances
@@ -18,7 +19,9 @@ from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
 from ggmodules.server.registry.successors import Successors
 from ggmodules.storage.engine import make_engine
+from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
+from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRow
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
@@ -26,14 +29,24 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log)
-    outbox = OutboxServicer(repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread)
+    positions = OutboxPositions(repo.outbox, RegOutboxPositionRow)
+    writing = engine_writing(engine)
+    outbox = OutboxServicer(
+        repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread, positions, writing
+    )
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(), writing, asyncio.to_thread, log,
+        positions=positions, requests=RegRequestRow.__table__,  # type: ignore[attr-defined]
+    )  # fmt: skip
     servicer = RegistryServicer(Runs(repo), Instances(repo, binder), Successors(repo))
 
     def register(server: grpc.aio.Server) -> None:
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(servicer, server)
         outbox.register(server)
+        housekeeper.start()
 
     async def on_stop() -> None:
+        await housekeeper.stop()
         await binder.close()
         engine.dispose()
 
@@ -43,4 +56,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
                        OUTBOX_SERVICE],
         on_stop=on_stop,
+        extra={"housekeeper": housekeeper},
     )

@@ -6,6 +6,7 @@ Followers start with the server (inside its event loop) and stop with it. The co
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import importlib.util
 from collections.abc import Iterator
@@ -16,6 +17,8 @@ from prometheus_client.core import GaugeMetricFamily
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
+from ggmodules.runtime.outbox_service import engine_writing
 from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
@@ -23,6 +26,7 @@ from ggmodules.server.telemetry.settings import recent_bytes_from, retention_fro
 from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.tables import TelRequestRow
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 
@@ -46,13 +50,23 @@ def build_service(
         Follower("registry", config.registry_address, repo, log),
     ]
     log.info("telemetry storage ready", backend=engine.dialect.name, retention=repo.retention.events)
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(),
+        engine_writing(engine),
+        asyncio.to_thread,
+        log,
+        requests=TelRequestRow.__table__,  # type: ignore[attr-defined]
+        steps=[repo.prune_own_outbox],
+    )
 
     def register(server: grpc.aio.Server) -> None:
         pb_grpc.add_TelemetryServiceServicer_to_server(servicer, server)
         for follower in followers:  # register runs inside the server's event loop
             follower.start()
+        housekeeper.start()
 
     async def on_stop() -> None:
+        await housekeeper.stop()
         for follower in followers:
             await follower.stop()
         await turns.close()
@@ -63,7 +77,7 @@ def build_service(
         register=register,
         service_names=[SERVICE_NAME],
         on_stop=on_stop,
-        extra={"repository": repo, "collectors": [OutboxLag(followers)]},
+        extra={"repository": repo, "collectors": [OutboxLag(followers)], "housekeeper": housekeeper},
     )
 
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +51,10 @@ from ggmodules.storage.telemetry.tables import (
 
 ORIGIN = "telemetry"
 PRUNED_THROUGH = "pruned_through"
+# Retention by bytes or age prunes at most this many of the oldest events per write, so a write never waits
+# long behind pruning; a backlog is worked off over the next writes.
+PRUNE_STEP = 1000
+AGE_CHECK_SECONDS = 1.0
 _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
@@ -74,16 +79,19 @@ class TelemetryRepository:
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
-        self._stored = self._count()
+        self._stored, self._stored_bytes = self._count()
+        self._age_checked = 0.0
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
-    def _count(self) -> int:
+    def _count(self) -> tuple[int, int]:
+        """Events held and their payload bytes."""
         with self._reader.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
+            count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
+            return int(count), int(size or 0)
 
     # ---- writes -------------------------------------------------------------------------------------
 
@@ -91,7 +99,7 @@ class TelemetryRepository:
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
             self._pending, self._pending_pruned = [], 0
-            stored = self._stored
+            stored, stored_bytes = self._stored, self._stored_bytes
             try:
                 with self.engine.begin() as conn:
                     if conn.dialect.name == "postgresql":
@@ -99,10 +107,10 @@ class TelemetryRepository:
                     yield conn
                     self._prune(conn)
             except DomainError:
-                self._stored = stored  # a refusal: rolled back before anything was committed
+                self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
             except BaseException:
-                self._stored = self._count()  # what the rolled-back transaction counted is void
+                self._stored, self._stored_bytes = self._count()  # the rolled-back counts are void
                 raise
             self.recent.committed(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
@@ -175,6 +183,7 @@ class TelemetryRepository:
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
         payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
+        now = int(time.time())
         stmt = (
             dialect.insert(_events)
             .values(
@@ -185,6 +194,7 @@ class TelemetryRepository:
                         "run_id": ev.run_id,
                         "agent_id": ev.agent_id,
                         "payload": payload,
+                        "stored_at": now,
                     }
                     for ev, payload in payloads.values()
                 ]
@@ -196,6 +206,7 @@ class TelemetryRepository:
         for r in rows:
             ev, payload = payloads[(r.origin, r.origin_seq)]
             self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
+            self._stored_bytes += len(payload)
         self._stored += len(rows)
         return len(rows)
 
@@ -244,18 +255,66 @@ class TelemetryRepository:
         )
 
     def _prune(self, conn: Connection) -> None:
+        """Prunes the oldest events past any retention bound: count, bytes, age (see settings.py)."""
+        through = max(self._count_bound(conn), self._bytes_bound(conn), self._age_bound(conn))
+        if not through:
+            return
+        pruned, size = conn.execute(
+            select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
+        ).one()
+        conn.execute(delete(_events).where(_events.c.cursor <= through))
+        self._raise_meta(conn, PRUNED_THROUGH, int(through))
+        self._pending_pruned = int(through)
+        self._stored -= int(pruned)
+        self._stored_bytes -= int(size or 0)
+
+    def _count_bound(self, conn: Connection) -> int:
         excess = self.retention.excess(self._stored)
         if not excess:
-            return
+            return 0
         through = conn.execute(
             select(_events.c.cursor).order_by(_events.c.cursor).offset(excess - 1).limit(1)
         ).scalar()
-        if through is None:
-            return
-        pruned = int(conn.execute(delete(_events).where(_events.c.cursor <= through)).rowcount)
-        self._raise_meta(conn, PRUNED_THROUGH, int(through))
-        self._pending_pruned = int(through)
-        self._stored -= pruned
+        return int(through or 0)
+
+    def _bytes_bound(self, conn: Connection) -> int:
+        """The cursor through which the oldest events free enough bytes (at most PRUNE_STEP a write)."""
+        excess = self.retention.excess_bytes(self._stored_bytes)
+        if not excess:
+            return 0
+        sizes = select(_events.c.cursor, func.length(_events.c.payload))
+        oldest = conn.execute(sizes.order_by(_events.c.cursor).limit(PRUNE_STEP)).all()
+        freed, through = 0, 0
+        for cursor, size in oldest:
+            freed, through = freed + int(size), int(cursor)
+            if freed >= excess:
+                break
+        return through
+
+    def _age_bound(self, conn: Connection) -> int:
+        """The newest of the oldest events (at most PRUNE_STEP a write) stored before the age window; looked
+        for at most once a second."""
+        window = self.retention.max_age_seconds
+        if window is None or time.monotonic() - self._age_checked < AGE_CHECK_SECONDS:
+            return 0
+        self._age_checked = time.monotonic()
+        oldest = select(_events.c.cursor, _events.c.stored_at).order_by(_events.c.cursor).limit(PRUNE_STEP)
+        page = oldest.subquery()
+        through = conn.execute(
+            select(func.max(page.c.cursor)).where(page.c.stored_at < int(time.time() - window))
+        ).scalar()
+        return int(through or 0)
+
+    def prune_own_outbox(self, conn: Connection, batch: int) -> int:
+        """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
+        every row but the newest (which keeps the numbering going on SQLite) is dead weight."""
+        rows = self._outbox._rows
+        newest = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
+        if newest is None:
+            return 0
+        oldest = select(rows.c.origin_seq).where(rows.c.origin_seq < newest).order_by(rows.c.origin_seq)
+        stmt = delete(rows).where(rows.c.origin_seq.in_(oldest.limit(batch).scalar_subquery()))
+        return int(conn.execute(stmt).rowcount)
 
     # ---- reads --------------------------------------------------------------------------------------
 
