@@ -49,10 +49,15 @@ def _start(name: str, port: int, env: dict[str, str]) -> Child:
 def up(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="ggmodules up", description=__doc__)
     parser.add_argument("--database-url", help="one database for every service (default: a SQLite file each)")
+    parser.add_argument(
+        "--event-log", help="Telemetry's event log: nats://host:port for NATS JetStream (default: SQL table)"
+    )
     args = parser.parse_args(list(argv))
     env = dict(os.environ)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
+    if args.event_log:
+        env["GGMODULES_TELEMETRY_EVENT_LOG"] = args.event_log
     for name in ORDER:
         env.setdefault(f"GGMODULES_{name.upper()}_ADDRESS", f"127.0.0.1:{DEFAULT_PORTS[name]}")
 

@@ -33,6 +33,8 @@ class Service:
     register: Callable[[grpc.aio.Server], None]
     service_names: Sequence[str]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # Awaited inside the server's loop before it starts serving (e.g. connecting to an event log).
+    on_start: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -57,6 +59,8 @@ async def start_server(
 ) -> RunningServer:
     server = grpc.aio.server(interceptors=[CallInterceptor(log, MAX_MESSAGE_BYTES)], options=SERVER_OPTIONS)
     service.register(server)
+    if service.on_start is not None:
+        await service.on_start()
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]

@@ -58,9 +58,12 @@ def check_retained(position: int, pruned_through: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Retention:
-    """Keep the newest `events`; prune in steps of at most `slack` so pruning is not paid per event."""
+    """Keep the newest `events`; prune in steps of at most `slack` so pruning is not paid per event. On
+    JetStream also by age (`seconds`) and size (`bytes`, of the stream); 0 = no such limit."""
 
     events: int
+    seconds: float = 0
+    bytes: int = 0
 
     @property
     def slack(self) -> int:

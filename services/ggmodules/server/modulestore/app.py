@@ -24,6 +24,7 @@ from ggmodules.runtime.server import Service
 from ggmodules.semantic import load_embedder
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite, make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
@@ -44,6 +45,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
+    # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
     semantic = embedder.name if embedder else "off"
@@ -54,6 +57,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         outbox.register(server)
 
     async def on_stop() -> None:
+        if listener is not None:
+            listener.stop()
         repo.close()
 
     return Service(
@@ -61,5 +66,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, OUTBOX_SERVICE],
         on_stop=on_stop,
-        extra={"repository": repo},
+        extra={"repository": repo, "commit_listener": listener},
     )

@@ -17,6 +17,7 @@ from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
 from ggmodules.server.registry.successors import Successors
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.registry import RegistryRepository
 
@@ -28,12 +29,16 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     binder = ModuleStoreBinder(config.modulestore_address, log)
     outbox = OutboxServicer(repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread)
     servicer = RegistryServicer(Runs(repo), Instances(repo, binder), Successors(repo))
+    # Commits of other Registry replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
 
     def register(server: grpc.aio.Server) -> None:
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(servicer, server)
         outbox.register(server)
 
     async def on_stop() -> None:
+        if listener is not None:
+            listener.stop()
         await binder.close()
         engine.dispose()
 
@@ -43,4 +48,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
                        OUTBOX_SERVICE],
         on_stop=on_stop,
+        extra={"commit_listener": listener},
     )

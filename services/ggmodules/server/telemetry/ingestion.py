@@ -1,8 +1,12 @@
-"""Followers: one task per origin, following its WatchOutbox from the highest origin_seq stored for it.
+"""Followers (relays): one task per origin, following its WatchOutbox from the highest origin_seq the event
+log holds for it, and appending what arrives to the log.
 
-Events arrive at least once and are stored once (unique origin and origin_seq). When the origin cannot be
-reached, or its stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded
-backoff; the origin keeps working meanwhile and its outbox drains when the link returns.
+Events arrive at least once and are stored once (per (origin, origin_seq): a unique key on the SQL log, a
+`Nats-Msg-Id` on JetStream), so any number of relays, one per Telemetry replica, may follow one origin.
+After each batch is durably in the log the follower tells the origin so (OutboxService.AckOutbox, follower
+"telemetry"), which lets the origin prune its outbox below that. When the origin cannot be reached, or its
+stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded backoff; the
+origin keeps working meanwhile and its outbox drains when the link returns.
 """
 
 from __future__ import annotations
@@ -15,12 +19,15 @@ import structlog
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
-from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog
 
 HEARTBEAT_MS = 1000
 # A stream with nothing, not even a heartbeat, for this long is taken to be dead.
 SILENCE_SECONDS = 5 * HEARTBEAT_MS / 1000
 BACKOFF_MIN, BACKOFF_MAX = 0.05, 2.0
+# The name Telemetry's relays report their position under (AckOutbox); one log, one position, however many
+# replicas relay into it.
+FOLLOWER_NAME = "telemetry"
 
 
 class Follower:
@@ -28,12 +35,13 @@ class Follower:
         self,
         origin: str,
         address: str,
-        repo: TelemetryRepository,
+        event_log: EventLog,
         log: structlog.typing.FilteringBoundLogger,
     ) -> None:
         self.origin = origin
         self.address = address
-        self._repo = repo
+        self._event_log = event_log
+        self._acks = True  # False once the origin answered UNIMPLEMENTED (an older origin)
         self._log = log.bind(origin=origin, address=address)
         self._task: asyncio.Task[None] | None = None
 
@@ -64,7 +72,7 @@ class Follower:
 
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
-        after = await asyncio.to_thread(self._repo.highest_origin_seq, self.origin)
+        after = await self._event_log.highest_origin_seq(self.origin)
         call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS))
         arrived = False
         try:
@@ -74,6 +82,19 @@ class Follower:
                     return arrived
                 arrived = True
                 if response.events:
-                    await asyncio.to_thread(self._repo.ingest, self.origin, list(response.events))
+                    await self._event_log.append(self.origin, list(response.events))
+                    await self._ack(stub, response.events[-1].origin_seq)
         finally:
             call.cancel()
+
+    async def _ack(self, stub: pb_grpc.OutboxServiceStub, durable: int) -> None:
+        """Reports the durable position; a failure is only logged (the next batch reports again)."""
+        if not self._acks:
+            return
+        request = pb.AckOutboxRequest(follower=FOLLOWER_NAME, durable_origin_seq=durable)
+        try:
+            await stub.AckOutbox(request, timeout=SILENCE_SECONDS)
+        except grpc.aio.AioRpcError as err:
+            if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                self._acks = False
+            self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)

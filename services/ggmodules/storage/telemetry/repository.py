@@ -5,6 +5,13 @@ advisory transaction lock), so cursors commit in the order they were issued: a r
 has seen every cursor below it. `committed` is notified after each write commits. A write the database
 refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
+Several replicas may share one PostgreSQL database: every count and position lives in the database
+(`tel_meta`),
+an origin's events at or below the highest origin_seq stored for it are passed over before inserting (so a
+second replica's relay wastes no cursor and stores nothing twice), and the recent-events cache is filled
+from the log itself in cursor order (`refresh`), woken by the other replicas' commits (NOTIFY tel_events,
+storage/commits.py), not only from this process's own writes.
+
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
 """
@@ -23,7 +30,6 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.errors import DomainError
 from ggmodules.core.kinds import Kind
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.core.telemetry.turns import KnownAgent, held_of
@@ -50,6 +56,7 @@ from ggmodules.storage.telemetry.tables import (
 
 ORIGIN = "telemetry"
 PRUNED_THROUGH = "pruned_through"
+STORED = "stored"  # how many events tel_events holds now, kept beside them so every replica counts alike
 _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
@@ -74,16 +81,22 @@ class TelemetryRepository:
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
-        self._stored = self._count()
+        self._stored = 0  # read under the write lock from tel_meta at each write (`_load_stored`)
+        self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
-    def _count(self) -> int:
-        with self._reader.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
+    def _load_stored(self, conn: Connection) -> int:
+        """The events held, from tel_meta (counted once, the first time, for a log made before it)."""
+        value = conn.execute(select(_meta.c.value).where(_meta.c.key == STORED)).scalar()
+        if value is not None:
+            return int(value)
+        counted = int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
+        self._set_meta(conn, STORED, counted)
+        return counted
 
     # ---- writes -------------------------------------------------------------------------------------
 
@@ -91,30 +104,52 @@ class TelemetryRepository:
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
             self._pending, self._pending_pruned = [], 0
-            stored = self._stored
-            try:
-                with self.engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
-                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-                    yield conn
-                    self._prune(conn)
-            except DomainError:
-                self._stored = stored  # a refusal: rolled back before anything was committed
-                raise
-            except BaseException:
-                self._stored = self._count()  # what the rolled-back transaction counted is void
-                raise
-            self.recent.committed(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
+            with self.engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                self._stored = before = self._load_stored(conn)
+                yield conn
+                self._prune(conn)
+                if self._stored != before:
+                    self._set_meta(conn, STORED, self._stored)
+            self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
 
+    def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
+        """Hands what this process committed to the recent-events cache when it follows on from the cache's
+        head with nothing between (the write lock makes cursors commit in order, so then nobody else's
+        commit lies between); otherwise the cache is filled from the log (`refresh`)."""
+        with self._refreshing:
+            if not stored or stored[0].cursor == self.recent.head + 1:
+                self.recent.committed(stored, pruned_through)
+                return
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Brings the recent-events cache up to the log's head: every event stored since its head, by this
+        replica or another, in cursor order. Then wakes this process's subscribers."""
+        with self._refreshing:
+            after = self.recent.head
+            while True:
+                got = self.read(StreamFilter(), after, CAPACITY)
+                self.recent.committed(got.events, got.pruned_through)
+                if not got.full:
+                    break
+                after = got.events[-1].cursor
+        self.committed.notify()
+
     def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
-        """Stores each event of `origin` not stored yet; returns how many were new."""
+        """Stores each event of `origin` not stored yet; returns how many were new. An origin's events arrive
+        in origin_seq order, so those at or below the highest stored for it are stored already (or pruned):
+        they are passed over before the INSERT, which would otherwise draw (and waste) a cursor each."""
         if not events:
             return 0
 
         def attempt() -> int:
             with self._writing() as conn:
-                inserted = self._insert(conn, events)
+                highest = _meta_value(conn, f"origin/{origin}")
+                fresh = [ev for ev in events if ev.origin_seq > highest]
+                inserted = self._insert(conn, fresh) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
             return inserted
@@ -137,13 +172,15 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None = None,
     ) -> bytes:
         """Appends Telemetry's own turn `event` (once per request id) and returns the serialized answer that
         `answer(cursor)` builds; a retried request id returns the first answer. Otherwise `admit` is given
         the agent as stored (None if unknown) and returns the agent to record the turn against, or
         refuses; it runs under the write lock, so two reports of one agent are checked one after the
-        other."""
-        return retrying(lambda: self._report(event, key, answer, admit), self.retries)
+        other. With an external event log, `publish(event)` stores the event there (inside the transaction,
+        before it commits) and returns its cursor; otherwise it goes into tel_events."""
+        return retrying(lambda: self._report(event, key, answer, admit, publish), self.retries)
 
     def _report(
         self,
@@ -151,21 +188,25 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None,
     ) -> bytes:
         with self._writing() as conn:
             if key is not None and (prior := self._requests.claim(conn, *key)) is not None:
                 return prior
             agent = admit(_known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
-            self._insert(conn, [event])
             self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
-            cursor = int(
-                conn.execute(
-                    select(_events.c.cursor).where(
-                        _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
-                    )
-                ).scalar_one()
-            )
+            if publish is not None:
+                cursor = publish(event)
+            else:
+                self._insert(conn, [event])
+                cursor = int(
+                    conn.execute(
+                        select(_events.c.cursor).where(
+                            _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
+                        )
+                    ).scalar_one()
+                )
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
@@ -242,6 +283,20 @@ class TelemetryRepository:
                 index_elements=["key"], set_={"value": larger(_meta.c.value, stmt.excluded.value)}
             )
         )
+
+    def raise_position(self, origin: str, origin_seq: int) -> None:
+        """Records that every event of `origin` up to `origin_seq` is stored (in an external event log)."""
+
+        def attempt() -> None:
+            with self.engine.begin() as conn:
+                self._raise_meta(conn, f"origin/{origin}", origin_seq)
+
+        retrying(attempt, self.retries)
+
+    def _set_meta(self, conn: Connection, key: str, value: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(_meta).values(key=key, value=value)
+        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value}))
 
     def _prune(self, conn: Connection) -> None:
         excess = self.retention.excess(self._stored)
