@@ -44,6 +44,10 @@ class Follower:
         self._acks = True  # False once the origin answered UNIMPLEMENTED (an older origin)
         self._log = log.bind(origin=origin, address=address)
         self._task: asyncio.Task[None] | None = None
+        # The newest durable position not yet reported, and what wakes the task that reports it (off the
+        # path of the events: an AckOutbox per batch would hold up the next batch by a round trip).
+        self._durable = 0
+        self._to_ack = asyncio.Event()
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"follow-{self.origin}")
@@ -54,21 +58,29 @@ class Follower:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        delay = BACKOFF_MIN
         async with service_channel(self.address) as channel:
             stub = pb_grpc.OutboxServiceStub(channel)
-            while True:
-                try:
-                    if await self._follow(stub):
-                        delay = BACKOFF_MIN
-                except grpc.aio.AioRpcError as err:
-                    self._log.info("origin unreachable", code=err.code().name, retry_in=delay)
-                except TimeoutError:
-                    self._log.info("origin silent; reconnecting", retry_in=delay)
-                except Exception:
-                    self._log.exception("following failed", retry_in=delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+            acks = asyncio.get_running_loop().create_task(self._acks_loop(stub), name=f"ack-{self.origin}")
+            try:
+                await self._follow_forever(stub)
+            finally:
+                acks.cancel()
+                await asyncio.gather(acks, return_exceptions=True)
+
+    async def _follow_forever(self, stub: pb_grpc.OutboxServiceStub) -> None:
+        delay = BACKOFF_MIN
+        while True:
+            try:
+                if await self._follow(stub):
+                    delay = BACKOFF_MIN
+            except grpc.aio.AioRpcError as err:
+                self._log.info("origin unreachable", code=err.code().name, retry_in=delay)
+            except TimeoutError:
+                self._log.info("origin silent; reconnecting", retry_in=delay)
+            except Exception:
+                self._log.exception("following failed", retry_in=delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX)
 
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
@@ -83,18 +95,22 @@ class Follower:
                 arrived = True
                 if response.events:
                     await self._event_log.append(self.origin, list(response.events))
-                    await self._ack(stub, response.events[-1].origin_seq)
+                    self._durable = response.events[-1].origin_seq
+                    self._to_ack.set()
         finally:
             call.cancel()
 
-    async def _ack(self, stub: pb_grpc.OutboxServiceStub, durable: int) -> None:
-        """Reports the durable position; a failure is only logged (the next batch reports again)."""
-        if not self._acks:
-            return
-        request = pb.AckOutboxRequest(follower=FOLLOWER_NAME, durable_origin_seq=durable)
-        try:
-            await stub.AckOutbox(request, timeout=SILENCE_SECONDS)
-        except grpc.aio.AioRpcError as err:
-            if err.code() == grpc.StatusCode.UNIMPLEMENTED:
-                self._acks = False
-            self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)
+    async def _acks_loop(self, stub: pb_grpc.OutboxServiceStub) -> None:
+        """Reports the newest durable position whenever it moved; a failure is only logged (the next
+        position is reported again)."""
+        while self._acks:
+            await self._to_ack.wait()
+            self._to_ack.clear()
+            durable = self._durable
+            request = pb.AckOutboxRequest(follower=FOLLOWER_NAME, durable_origin_seq=durable)
+            try:
+                await stub.AckOutbox(request, timeout=SILENCE_SECONDS)
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    self._acks = False
+                self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)

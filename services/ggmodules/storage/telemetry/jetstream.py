@@ -70,6 +70,13 @@ class JetStreamEventLog:
         self._nc: Any = None
         self._js: Any = None
         self._loop: asyncio.AbstractEventLoop | None = None
+        # origin -> the highest origin_seq published (by this process, or read from tel_meta).
+        self._highest: dict[str, int] = {}
+        # Positions published but not yet written to tel_meta, written by `_keep_positions` off the path
+        # of the events (a write per batch would add a database commit to every event's way to subscribers).
+        self._unsaved: dict[str, int] = {}
+        self._saving = asyncio.Event()
+        self._saver: asyncio.Task[None] | None = None
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -79,6 +86,7 @@ class JetStreamEventLog:
             servers=self.servers, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
         )
         self._js = self._nc.jetstream()
+        self._saver = asyncio.get_running_loop().create_task(self._keep_positions(), name="positions")
         config = StreamConfig(
             name=self.stream,
             subjects=[f"{self.prefix}.>"],
@@ -95,8 +103,32 @@ class JetStreamEventLog:
             await self._js.update_stream(config)
 
     async def close(self) -> None:
+        if self._saver is not None:
+            self._saver.cancel()
+            await asyncio.gather(self._saver, return_exceptions=True)
+        await self._save_positions()
         if self._nc is not None:
             await self._nc.close()
+
+    async def _keep_positions(self) -> None:
+        while True:
+            await self._saving.wait()
+            self._saving.clear()
+            try:
+                await self._save_positions()
+            except Exception:  # the database is away: keep them for the next round
+                await asyncio.sleep(0.5)
+                self._saving.set()
+
+    async def _save_positions(self) -> None:
+        unsaved, self._unsaved = self._unsaved, {}
+        try:
+            for origin, seq in unsaved.items():
+                await asyncio.to_thread(self.repo.raise_position, origin, seq)
+        except BaseException:
+            for origin, seq in unsaved.items():
+                self._unsaved[origin] = max(seq, self._unsaved.get(origin, 0))
+            raise
 
     async def reachable(self) -> bool:
         try:
@@ -121,18 +153,24 @@ class JetStreamEventLog:
         return int(ack.seq), bool(ack.duplicate)
 
     async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
-        highest = await asyncio.to_thread(self.repo.highest_origin_seq, origin)
-        fresh = [ev for ev in events if ev.origin_seq > highest]
+        if origin not in self._highest:
+            await self.highest_origin_seq(origin)
+        fresh = [ev for ev in events if ev.origin_seq > self._highest[origin]]
         new = 0
         for ev in fresh:
             _, duplicate = await self._publish(ev)
             new += not duplicate
+            self._highest[origin] = ev.origin_seq
         if fresh:
-            await asyncio.to_thread(self.repo.raise_position, origin, fresh[-1].origin_seq)
+            self._unsaved[origin] = self._highest[origin]
+            self._saving.set()
         return new
 
     async def highest_origin_seq(self, origin: str) -> int:
-        return await asyncio.to_thread(self.repo.highest_origin_seq, origin)
+        """The highest of what tel_meta says (any replica's relay) and what this process published."""
+        stored = await asyncio.to_thread(self.repo.highest_origin_seq, origin)
+        self._highest[origin] = max(stored, self._highest.get(origin, 0))
+        return self._highest[origin]
 
     def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
         loop = self._loop
