@@ -35,7 +35,14 @@ class Service:
     on_stop: Callable[[], Awaitable[None]] | None = None
     # Awaited inside the server's loop before it starts serving (e.g. connecting to an event log).
     on_start: Callable[[], Awaitable[None]] | None = None
+    # Asked every PROBE_SECONDS whether what the service depends on answers (e.g. Telemetry's event log);
+    # health reports NOT_SERVING while it does not.
+    probe: Callable[[], Awaitable[bool]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+PROBE_SECONDS = 1.0
+SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 class RunningServer:
@@ -46,8 +53,25 @@ class RunningServer:
         self.address = address
         self.health = health
         self.service = service
+        self._prober: asyncio.Task[None] | None = None
+        if service.probe is not None:
+            self._prober = asyncio.get_running_loop().create_task(self._probe(service.probe), name="probe")
+
+    async def _probe(self, probe: Callable[[], Awaitable[bool]]) -> None:
+        serving = True
+        while True:
+            await asyncio.sleep(PROBE_SECONDS)
+            now = await probe()
+            if now != serving:
+                serving = now
+                status = SERVING if now else NOT_SERVING
+                for name in ["", *self.service.service_names]:
+                    await self.health.set(name, status)
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            await asyncio.gather(self._prober, return_exceptions=True)
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         if self.service.on_stop is not None:

@@ -75,6 +75,7 @@ def build_service(
         service_names=[SERVICE_NAME],
         on_start=on_start,
         on_stop=on_stop,
+        probe=event_log.reachable,
         extra={"repository": repo, "event_log": event_log},
     )
 

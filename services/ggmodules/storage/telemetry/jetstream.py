@@ -26,7 +26,8 @@ import asyncio
 import base64
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -35,6 +36,7 @@ from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy,
 from nats.js.errors import NotFoundError
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
@@ -54,6 +56,21 @@ def token(value: str) -> str:
     if _PLAIN.fullmatch(value):
         return value
     return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+@contextmanager
+def _reachable(servers: Sequence[str], doing: str) -> Iterator[None]:
+    """NATS errors (server away, request timed out) become UNAVAILABLE for the caller: nothing was changed
+    and a retry, or a resumed subscription, is safe."""
+    try:
+        yield
+    except (nats.errors.Error, TimeoutError) as err:
+        raise Unavailable(
+            f"Telemetry's event log (NATS JetStream at {', '.join(servers)}) did not answer while {doing} "
+            f"({type(err).__name__}); retry, or resume the subscription from its last cursor",
+            reason=Reason.UNAVAILABLE,
+            metadata={"event_log": "jetstream"},
+        ) from None
 
 
 class JetStreamEventLog:
@@ -177,7 +194,9 @@ class JetStreamEventLog:
         assert loop is not None, "start() first"
 
         def publish(event: event_pb2.Event) -> int:
-            seq, _ = asyncio.run_coroutine_threadsafe(self._publish(event), loop).result(PUBLISH_TIMEOUT)
+            with _reachable(self.servers, "storing the turn"):
+                future = asyncio.run_coroutine_threadsafe(self._publish(event), loop)
+                seq, _ = future.result(PUBLISH_TIMEOUT + 1)
             return seq
 
         return publish
@@ -192,10 +211,15 @@ class JetStreamEventLog:
         return f"{self.prefix}.>"
 
     async def bounds(self) -> tuple[int, int]:
-        state = (await self._js.stream_info(self.stream)).state
+        with _reachable(self.servers, "reading the stream's bounds"):
+            state = (await self._js.stream_info(self.stream)).state
         return int(state.last_seq), max(int(state.first_seq) - 1, 0)
 
     async def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        with _reachable(self.servers, "reading events"):
+            return await self._read(where, after, limit)
+
+    async def _read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
         head, pruned = await self.bounds()
         if after >= head:
             return StreamRead([], head, False, pruned)
@@ -234,6 +258,11 @@ class JetStreamEventLog:
     ) -> AsyncIterator[StreamItem]:
         _, pruned = await self.bounds()
         position = start_position(after_cursor, pruned)
+        with _reachable(self.servers, "following the stream"):
+            async for item in self._follow(where, position, idle):
+                yield item
+
+    async def _follow(self, where: StreamFilter, position: int, idle: float) -> AsyncIterator[StreamItem]:
         sub = await self._js.subscribe(
             self.filter_subject(where),
             stream=self.stream,
@@ -271,16 +300,16 @@ class JetStreamEventLog:
                 yield batch
                 last_sent = time.monotonic()
         finally:
-            await sub.unsubscribe()
+            with suppress(nats.errors.Error):  # the connection is gone, and the consumer with it
+                await sub.unsubscribe()
 
     async def _looked_through(self, sub: Any, position: int) -> int:
         """How far an idle subscription has seen the whole stream: the consumer's delivered stream sequence
         when nothing matching is pending and nothing delivered waits here (the answer to the info request
-        comes after every message the server sent before it, on the same connection)."""
-        try:
-            info = await sub.consumer_info()
-        except Exception:
-            return position
+        comes after every message the server sent before it, on the same connection). A consumer the server
+        no longer has (it restarted, or lost this connection) ends the stream UNAVAILABLE: the subscriber
+        resumes from its last cursor."""
+        info = await sub.consumer_info()
         if int(info.num_pending) == 0 and sub.pending_msgs == 0:
             return max(position, int(info.delivered.stream_seq))
         return position
