@@ -19,7 +19,8 @@ from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import StoredEvent, TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem, open_event_log
-from tests.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url
+from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
+from tests.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness import drop_database, new_database_url
 
 T = TypeVar("T")
@@ -211,5 +212,29 @@ def test_two_replicas_serve_identical_streams_and_wake_on_each_others_appends(
             assert keys(await read_all(a)) == keys(await read_all(b)) == [("ms", n) for n in range(1, 12)]
             await on_a.aclose()
             await on_b.aclose()
+
+    run(body)
+
+
+@needs_nats
+def test_jetstream_retains_by_bytes_and_age_as_configured(tmp_path: Path) -> None:
+    async def body() -> None:
+        logs = Logs(("sqlite", "jetstream"), tmp_path, Retention(1_000_000, seconds=3600, bytes=4096))
+        try:
+            log = await logs.open()
+            for n in range(1, 101):  # about 100 bytes each on the stream: well past 4 KiB
+                await log.append("ms", [ev("ms", n, agent_id="x" * 40)])
+            retained = await read_all(log)
+            assert 0 < len(retained) < 100
+            assert keys(retained) == [("ms", n) for n in range(101 - len(retained), 101)]
+            _, pruned = await log.bounds()
+            with pytest.raises(OutOfRange) as refused:
+                await take(log.subscribe(EVERYTHING, 1, NEVER), 1)
+            assert refused.value.metadata["oldest_cursor"] == str(pruned + 1)
+            assert isinstance(log, JetStreamEventLog)
+            config = (await log._js.stream_info(log.stream)).config
+            assert (config.max_age, config.max_bytes) == (3600, 4096)
+        finally:
+            await logs.close()
 
     run(body)
