@@ -213,9 +213,12 @@ def test_r33_on_jetstream_a_cursor_below_retention_is_out_of_range(tmp_path: Pat
         rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config, Retention(8))
         run = create_run(rig.reg, full_profile("coder")).run_id
         agent = open_instance(rig.reg, run, "coder")
+        live = rig.subscribe(run, agent.agent_id, heartbeat_ms=50)
+        while live.next().WhichOneof("item") != "heartbeat":  # caught up: it takes each write as it lands
+            pass
         for n in range(12):
             rig.say(run, agent.agent_id, store_ids(agent)["history"], f"w{n}")
-        rig.subscribe(run).until(is_write_of("w11"))  # (an agent stream from its oldest retained cursor)
+        live.until(is_write_of("w11"))  # all of them are in the log now; nothing else is written
         retained = rig.subscribe().events(8)
         oldest = retained[0][0]
         assert oldest > 1
