@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import DomainError
 from ggmodules.core.kinds import Kind
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.core.telemetry.turns import KnownAgent, held_of
@@ -81,13 +82,21 @@ class TelemetryRepository:
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
-        self._stored = 0  # read under the write lock from tel_meta at each write (`_load_stored`)
+        # PostgreSQL may be shared by several replicas: the count and each origin's position are then read
+        # under the write lock at each write. A SQLite file is one process's, which keeps them in memory.
+        self._shared = engine.dialect.name == "postgresql"
+        self._stored = 0 if self._shared else self._count()
+        self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
         self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
+
+    def _count(self) -> int:
+        with self._reader.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
 
     def _load_stored(self, conn: Connection) -> int:
         """The events held, from tel_meta (counted once, the first time, for a log made before it)."""
@@ -104,14 +113,23 @@ class TelemetryRepository:
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
             self._pending, self._pending_pruned = [], 0
-            with self.engine.begin() as conn:
-                if conn.dialect.name == "postgresql":
-                    conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-                self._stored = before = self._load_stored(conn)
-                yield conn
-                self._prune(conn)
-                if self._stored != before:
-                    self._set_meta(conn, STORED, self._stored)
+            stored = self._stored
+            try:
+                with self.engine.begin() as conn:
+                    if self._shared:
+                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                        self._stored = stored = self._load_stored(conn)
+                    yield conn
+                    self._prune(conn)
+                    if self._shared and self._stored != stored:
+                        self._set_meta(conn, STORED, self._stored)
+            except DomainError:
+                self._stored = stored  # a refusal: rolled back before anything was committed
+                raise
+            except BaseException:
+                if not self._shared:
+                    self._stored = self._count()  # what the rolled-back transaction counted is void
+                raise
             self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
 
@@ -147,11 +165,15 @@ class TelemetryRepository:
 
         def attempt() -> int:
             with self._writing() as conn:
-                highest = _meta_value(conn, f"origin/{origin}")
+                highest = self._highest.get(origin)
+                if highest is None or self._shared:
+                    highest = _meta_value(conn, f"origin/{origin}")
                 fresh = [ev for ev in events if ev.origin_seq > highest]
                 inserted = self._insert(conn, fresh) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
-                self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
+                now = max(highest, *(ev.origin_seq for ev in events))
+                self._raise_meta(conn, f"origin/{origin}", now)
+            self._highest[origin] = now  # committed
             return inserted
 
         return retrying(attempt, self.retries)
