@@ -5,12 +5,11 @@ advisory transaction lock), so cursors commit in the order they were issued: a r
 has seen every cursor below it. `committed` is notified after each write commits. A write the database
 refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
-Several replicas may share one PostgreSQL database: every count and position lives in the database
-(`tel_meta`),
-an origin's events at or below the highest origin_seq stored for it are passed over before inserting (so a
-second replica's relay wastes no cursor and stores nothing twice), and the recent-events cache is filled
-from the log itself in cursor order (`refresh`), woken by the other replicas' commits (NOTIFY tel_events,
-storage/commits.py), not only from this process's own writes.
+Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
+database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
+are passed over before inserting (so a second replica's relay wastes no cursor and stores nothing twice);
+and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
+replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
 
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
