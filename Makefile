@@ -8,7 +8,7 @@ NODE_CLIENT := clients/node/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
 
-.PHONY: setup gen gen-into check-gen lint test run bench clean breaking
+.PHONY: setup gen gen-into check-gen lint test run bench clean breaking contract release-contract
 
 setup: $(STAMP) $(BUF) $(NODE_CLIENT)
 
@@ -41,13 +41,24 @@ gen-into:
 # Fails when the generated code in the tree differs from what `make gen` would write.
 check-gen: $(STAMP)
 	@out=$$(mktemp -d); $(MAKE) --no-print-directory -s gen-into OUT=$$out >/dev/null; \
-	  diff -r -q -x '*.proto' -x '__pycache__' protos $$out; stale=$$?; rm -rf $$out; \
+	  diff -r -q -x '*.proto' -x '__pycache__' -x released.binpb protos $$out; stale=$$?; rm -rf $$out; \
 	  test $$stale = 0 || { echo 'generated code is stale: run make gen and commit'; exit 1; }
 
-lint: setup check-gen
+lint: setup check-gen contract
 	$(BUF) lint
 	$(VENV)/bin/ruff check services clients tests
 	$(VENV)/bin/mypy services clients
+
+# The contract gate: the protos may not break the released contract, a committed image of it
+# (protos/released.binpb; rules FILE, buf.yaml). Run by `make lint`, hence by .ci/run.
+contract: setup
+	$(BUF) breaking --against protos/released.binpb
+
+# Deliberately moves the released contract to the protos as they are now. Run it in the same commit as
+# a documented break (README, "The contract gate"), or at a release so later changes are judged
+# against what was released; never just to turn `make contract` green.
+release-contract: setup
+	$(BUF) build --exclude-source-info -o protos/released.binpb
 
 # Against main's contracts once they have landed (run from a branch).
 breaking: setup

@@ -19,6 +19,7 @@ import structlog
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
+from ggmodules.runtime.observability import Observe, install_client_tracing, tracer_provider
 from ggmodules.runtime.server import serve_forever
 
 # service name -> module with `build_service(config, log) -> Service`
@@ -35,7 +36,17 @@ def run_service(name: str, argv: Sequence[str]) -> None:
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)
     build = importlib.import_module(SERVICES[name]).build_service
-    asyncio.run(serve_forever(build(config, log), config.host, config.port, config.grace_seconds, log))
+    # Traces and metrics are off unless --trace / --metrics-port ask for them (runtime/observability.py).
+    provider = tracer_provider(name, config.trace) if config.trace else None
+    install_client_tracing(provider)
+    observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)
+    try:
+        asyncio.run(
+            serve_forever(build(config, log), config.host, config.port, config.grace_seconds, log, observe)
+        )
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flushes the spans still batched
 
 
 def main(argv: Sequence[str] | None = None) -> None:

@@ -52,12 +52,23 @@ def up(argv: Sequence[str]) -> int:
     parser.add_argument(
         "--event-log", help="Telemetry's event log: nats://host:port for NATS JetStream (default: SQL table)"
     )
+    parser.add_argument("--trace", help="turn tracing on in every service: console or otlp (default: off)")
+    parser.add_argument(
+        "--metrics-port", type=int,
+        help=f"serve Prometheus /metrics: {ORDER[0]} on this port, the others on the next ones, in the "
+        f"order {', '.join(ORDER)} (default: off)",
+    )
     args = parser.parse_args(list(argv))
     env = dict(os.environ)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
     if args.event_log:
         env["GGMODULES_TELEMETRY_EVENT_LOG"] = args.event_log
+    if args.trace:
+        env["GGMODULES_TRACE"] = args.trace
+    if args.metrics_port is not None:
+        for offset, name in enumerate(ORDER):
+            env[f"GGMODULES_{name.upper()}_METRICS_PORT"] = str(args.metrics_port + offset)
     for name in ORDER:
         env.setdefault(f"GGMODULES_{name.upper()}_ADDRESS", f"127.0.0.1:{DEFAULT_PORTS[name]}")
 
@@ -75,6 +86,9 @@ def up(argv: Sequence[str]) -> int:
             print("ggmodules is up:")
             for child in children:
                 print(f"  {child.name:<12} {child.address}")
+            if args.metrics_port is not None:
+                ports = ", ".join(f"{n} {args.metrics_port + i}" for i, n in enumerate(ORDER))
+                print(f"  metrics on http://127.0.0.1:PORT/metrics: {ports}")
             print(
                 "Try it: README.md has an SDK session to paste. Watch a run in the console:\n"
                 "  .venv/bin/ggmodules console RUN_ID          (live; add --once to print and exit)\n"

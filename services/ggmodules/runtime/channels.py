@@ -30,5 +30,11 @@ SERVICE_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
 
 
 def service_channel(address: str) -> grpc.aio.Channel:
-    """An asyncio channel from one service to another (open it inside the loop that will use it)."""
-    return grpc.aio.insecure_channel(address, options=list(SERVICE_CHANNEL_OPTIONS))
+    """An asyncio channel from one service to another (open it inside the loop that will use it); it carries
+    the caller's trace context when tracing is on (runtime/observability.py)."""
+    # Imported here: the SDK imports this module for MESSAGE_LIMITS and needs none of OpenTelemetry.
+    from ggmodules.runtime.observability import client_interceptors
+
+    return grpc.aio.insecure_channel(
+        address, options=list(SERVICE_CHANNEL_OPTIONS), interceptors=client_interceptors() or None
+    )

@@ -14,6 +14,8 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
 | EVENT_LOG | --event-log | Telemetry: empty = the SQL event table; `nats://host:port` = NATS JetStream |
+| TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
+| METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 """
 
@@ -42,6 +44,10 @@ class ServiceConfig:
     semantic: str = ""
     # Telemetry: where its event log is ("" = the SQL table in its database; nats://... = NATS JetStream).
     event_log: str = ""
+    # OpenTelemetry span exporter ("" = tracing off): "console" or "otlp" (runtime/observability.py).
+    trace: str = ""
+    # Prometheus /metrics port (None = off; 0 = any free port).
+    metrics_port: int | None = None
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
 
@@ -62,6 +68,8 @@ class ServiceConfig:
             "transfer-address",
             "semantic",
             "event-log",
+            "trace",
+            "metrics-port",
         ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
@@ -84,8 +92,18 @@ class ServiceConfig:
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
             event_log=pick("EVENT_LOG", ""),
+            trace=_off(pick("TRACE", "")),
+            metrics_port=_port(pick("METRICS_PORT", "")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
         )
+
+
+def _off(value: str) -> str:
+    return "" if value.strip().lower() in ("", "off", "none") else value.strip().lower()
+
+
+def _port(value: str) -> int | None:
+    return None if value.strip().lower() in ("", "off") else int(value)
 
 
 def _step(value: str) -> int | None:

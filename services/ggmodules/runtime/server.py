@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
 from ggmodules.runtime.interceptors import CallInterceptor
+from ggmodules.runtime.observability import Metrics, Observe, server_interceptors
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
 SERVER_OPTIONS = [*MESSAGE_LIMITS, ("grpc.so_reuseport", 0)]
@@ -53,6 +54,8 @@ class RunningServer:
         self.address = address
         self.health = health
         self.service = service
+        # The /metrics endpoint when `--metrics-port` is set (runtime/observability.py).
+        self.metrics: Metrics | None = None
         self._prober: asyncio.Task[None] | None = None
         if service.probe is not None:
             self._prober = asyncio.get_running_loop().create_task(self._probe(service.probe), name="probe")
@@ -76,12 +79,23 @@ class RunningServer:
         await self.server.stop(grace)
         if self.service.on_stop is not None:
             await self.service.on_stop()
+        if self.metrics is not None:
+            self.metrics.close()
 
 
 async def start_server(
-    service: Service, host: str, port: int, log: structlog.typing.FilteringBoundLogger
+    service: Service,
+    host: str,
+    port: int,
+    log: structlog.typing.FilteringBoundLogger,
+    observe: Observe | None = None,
 ) -> RunningServer:
-    server = grpc.aio.server(interceptors=[CallInterceptor(log, MAX_MESSAGE_BYTES)], options=SERVER_OPTIONS)
+    # Traces and metrics only when asked for (`observe`); a service's extra gauges are `extra["collectors"]`.
+    metrics = None
+    if observe is not None and observe.metrics_port is not None:
+        metrics = Metrics(service.name, service.extra.get("collectors", ()))  # type: ignore[arg-type]
+    interceptors = [*server_interceptors(observe, metrics), CallInterceptor(log, MAX_MESSAGE_BYTES)]
+    server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
     service.register(server)
     if service.on_start is not None:
         await service.on_start()
@@ -93,20 +107,32 @@ async def start_server(
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, f"{host}:{bound}", health, service)
+    running = RunningServer(server, f"{host}:{bound}", health, service)
+    if metrics is not None and observe is not None and observe.metrics_port is not None:
+        metrics.serve(host, observe.metrics_port)
+        running.metrics = metrics
+    return running
 
 
 async def serve_forever(
-    service: Service, host: str, port: int, grace: float, log: structlog.typing.FilteringBoundLogger
+    service: Service,
+    host: str,
+    port: int,
+    grace: float,
+    log: structlog.typing.FilteringBoundLogger,
+    observe: Observe | None = None,
 ) -> None:
     """Serves until SIGTERM or SIGINT, then drains in-flight calls for up to `grace` seconds."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    running = await start_server(service, host, port, log)
+    running = await start_server(service, host, port, log, observe)
     log.info("serving", service=service.name, address=running.address)
     sys.stdout.write(f"ready {service.name} {running.address}\n")
+    if running.metrics is not None:
+        log.info("serving metrics", service=service.name, address=running.metrics.address)
+        sys.stdout.write(f"metrics {service.name} {running.metrics.address}\n")
     sys.stdout.flush()
     await stop.wait()
     log.info("stopping", service=service.name, grace_seconds=grace)

@@ -36,7 +36,9 @@ class RegistryServiceStub:
     CreateRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.CreateRunRequest, _registry_service_pb2.CreateRunResponse]
     """Creates a run from its profiles, board switch and FSM; the FSM is validated at launch (R25)."""
     GetRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.GetRunRequest, _registry_service_pb2.GetRunResponse]
+    """A run with its profiles, FSM and status."""
     ListRuns: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ListRunsRequest, _registry_service_pb2.ListRunsResponse]
+    """Every run, oldest first, a page at a time."""
     FinishRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.FinishRunRequest, _registry_service_pb2.FinishRunResponse]
     """Marks a running run finished."""
     OpenInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.OpenInstanceRequest, _registry_service_pb2.OpenInstanceResponse]
@@ -46,7 +48,9 @@ class RegistryServiceStub:
     ForkInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ForkInstanceRequest, _registry_service_pb2.ForkInstanceResponse]
     """Opens a copy of an instance (R17)."""
     GetInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]
+    """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]
+    """A run's instances, oldest first, a page at a time."""
     ReserveSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]
     """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
     has at most one successor. Called by Transfer.
@@ -66,7 +70,9 @@ class RegistryServiceAsyncStub(RegistryServiceStub):
     CreateRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.CreateRunRequest, _registry_service_pb2.CreateRunResponse]  # type: ignore[assignment]
     """Creates a run from its profiles, board switch and FSM; the FSM is validated at launch (R25)."""
     GetRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.GetRunRequest, _registry_service_pb2.GetRunResponse]  # type: ignore[assignment]
+    """A run with its profiles, FSM and status."""
     ListRuns: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ListRunsRequest, _registry_service_pb2.ListRunsResponse]  # type: ignore[assignment]
+    """Every run, oldest first, a page at a time."""
     FinishRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.FinishRunRequest, _registry_service_pb2.FinishRunResponse]  # type: ignore[assignment]
     """Marks a running run finished."""
     OpenInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.OpenInstanceRequest, _registry_service_pb2.OpenInstanceResponse]  # type: ignore[assignment]
@@ -76,7 +82,9 @@ class RegistryServiceAsyncStub(RegistryServiceStub):
     ForkInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ForkInstanceRequest, _registry_service_pb2.ForkInstanceResponse]  # type: ignore[assignment]
     """Opens a copy of an instance (R17)."""
     GetInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]  # type: ignore[assignment]
+    """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]  # type: ignore[assignment]
+    """A run's instances, oldest first, a page at a time."""
     ReserveSuccessor: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]  # type: ignore[assignment]
     """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
     has at most one successor. Called by Transfer.
@@ -104,14 +112,16 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _registry_service_pb2.GetRunRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.GetRunResponse, _abc.Awaitable[_registry_service_pb2.GetRunResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.GetRunResponse, _abc.Awaitable[_registry_service_pb2.GetRunResponse]]:
+        """A run with its profiles, FSM and status."""
 
     @_abc_1.abstractmethod
     def ListRuns(
         self,
         request: _registry_service_pb2.ListRunsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.ListRunsResponse, _abc.Awaitable[_registry_service_pb2.ListRunsResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.ListRunsResponse, _abc.Awaitable[_registry_service_pb2.ListRunsResponse]]:
+        """Every run, oldest first, a page at a time."""
 
     @_abc_1.abstractmethod
     def FinishRun(
@@ -150,14 +160,16 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _registry_service_pb2.GetInstanceRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.GetInstanceResponse, _abc.Awaitable[_registry_service_pb2.GetInstanceResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.GetInstanceResponse, _abc.Awaitable[_registry_service_pb2.GetInstanceResponse]]:
+        """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
 
     @_abc_1.abstractmethod
     def ListInstances(
         self,
         request: _registry_service_pb2.ListInstancesRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.ListInstancesResponse, _abc.Awaitable[_registry_service_pb2.ListInstancesResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.ListInstancesResponse, _abc.Awaitable[_registry_service_pb2.ListInstancesResponse]]:
+        """A run's instances, oldest first, a page at a time."""
 
     @_abc_1.abstractmethod
     def ReserveSuccessor(

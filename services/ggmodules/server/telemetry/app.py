@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+from collections.abc import Iterator
 
 import grpc
 import structlog
+from prometheus_client.core import GaugeMetricFamily
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
@@ -76,8 +78,25 @@ def build_service(
         on_start=on_start,
         on_stop=on_stop,
         probe=event_log.reachable,
-        extra={"repository": repo, "event_log": event_log},
+        extra={"repository": repo, "event_log": event_log, "collectors": [OutboxLag(followers)]},
     )
+
+
+class OutboxLag:
+    """`ggmodules_outbox_lag_events{origin}`: events an origin's outbox holds that Telemetry has not stored
+    yet (its newest origin_seq last heard of, less the highest stored), read when /metrics is scraped."""
+
+    def __init__(self, followers: list[Follower]) -> None:
+        self._followers = followers
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        lag = GaugeMetricFamily(
+            "ggmodules_outbox_lag_events", "Events in an origin's outbox not yet stored by Telemetry",
+            labels=["origin"],
+        )
+        for f in self._followers:
+            lag.add_metric([f.origin], max(0, f.head_origin_seq - f.stored_origin_seq))
+        yield lag
 
 
 def _console(

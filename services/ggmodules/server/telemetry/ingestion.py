@@ -48,6 +48,9 @@ class Follower:
         # path of the events: an AckOutbox per batch would hold up the next batch by a round trip).
         self._durable = 0
         self._to_ack = asyncio.Event()
+        # For the outbox-lag gauge: the origin's newest origin_seq last heard of, and the highest stored.
+        self.head_origin_seq = 0
+        self.stored_origin_seq = 0
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"follow-{self.origin}")
@@ -85,6 +88,7 @@ class Follower:
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
         after = await self._event_log.highest_origin_seq(self.origin)
+        self.stored_origin_seq = after
         call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS))
         arrived = False
         try:
@@ -93,10 +97,12 @@ class Follower:
                 if response is grpc.aio.EOF:
                     return arrived
                 arrived = True
+                self.head_origin_seq = max(self.head_origin_seq, response.head_origin_seq)
                 if response.events:
                     await self._event_log.append(self.origin, list(response.events))
                     self._durable = response.events[-1].origin_seq
                     self._to_ack.set()
+                    self.stored_origin_seq = response.events[-1].origin_seq
         finally:
             call.cancel()
 
