@@ -45,6 +45,7 @@ from ggmodules.storage.telemetry.repository import TelemetryRepository
 DEFAULT_STREAM = "GGMODULES_TELEMETRY"
 DEFAULT_PREFIX = "ggmodules.telemetry"
 PUBLISH_TIMEOUT = 10.0
+CLOSE_SECONDS = 5.0
 # What a subscription may hold in memory ahead of its gRPC stream before JetStream's flow control stalls it.
 PENDING_MSGS = 20_000
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
@@ -120,12 +121,16 @@ class JetStreamEventLog:
             await self._js.update_stream(config)
 
     async def close(self) -> None:
+        """Saves the positions not saved yet and disconnects, each within CLOSE_SECONDS (a position not
+        saved only makes the next start publish a few events again, which JetStream drops as duplicates)."""
         if self._saver is not None:
             self._saver.cancel()
             await asyncio.gather(self._saver, return_exceptions=True)
-        await self._save_positions()
+        with suppress(Exception):
+            await asyncio.wait_for(self._save_positions(), CLOSE_SECONDS)
         if self._nc is not None:
-            await self._nc.close()
+            with suppress(Exception):
+                await asyncio.wait_for(self._nc.close(), CLOSE_SECONDS)
 
     async def _keep_positions(self) -> None:
         while True:
