@@ -101,20 +101,22 @@ class Replicas:
         return sub
 
     def close(self) -> None:
-        for sub in self.subscriptions:
-            sub.close()
-        for ch in self._channels:
-            ch.close()
-        for t in self.telemetry:
-            t.stop()
-        self.registry.stop()
-        for store in self.ms:
-            store.stop()
-        self.loop.close()
-        for url in self.urls:
-            drop_database(url)
-        if self.event_log:
-            drop_stream(self.event_log)
+        try:
+            for sub in self.subscriptions:
+                sub.close()
+            for ch in self._channels:
+                ch.close()
+            for t in self.telemetry:
+                t.stop()
+            self.registry.stop()
+            for store in self.ms:
+                store.stop()
+            self.loop.close()
+        finally:  # the databases and the stream go whatever happened above
+            for url in self.urls:
+                drop_database(url)
+            if self.event_log:
+                drop_stream(self.event_log)
 
 
 @pytest.fixture()
