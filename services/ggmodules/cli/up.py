@@ -59,6 +59,9 @@ def _start(name: str, port: int, env: dict[str, str]) -> Child:
 def up(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="ggmodules up", description=__doc__)
     parser.add_argument("--database-url", help="one database for every service (default: a SQLite file each)")
+    parser.add_argument(
+        "--event-log", help="Telemetry's event log: nats://host:port for NATS JetStream (default: SQL table)"
+    )
     parser.add_argument("--trace", help="turn tracing on in every service: console or otlp (default: off)")
     parser.add_argument(
         "--metrics-port", type=int,
@@ -69,6 +72,8 @@ def up(argv: Sequence[str]) -> int:
     env = dict(os.environ)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
+    if args.event_log:
+        env["GGMODULES_TELEMETRY_EVENT_LOG"] = args.event_log
     if args.trace:
         env["GGMODULES_TRACE"] = args.trace
     if args.metrics_port is not None:

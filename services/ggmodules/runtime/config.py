@@ -13,6 +13,7 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
+| EVENT_LOG | --event-log | Telemetry: empty = the SQL event table; `nats://host:port` = NATS JetStream |
 | TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
 | METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
@@ -41,6 +42,8 @@ class ServiceConfig:
     transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
     # ModuleStore: the embedding provider of semantic archive search ("" = off).
     semantic: str = ""
+    # Telemetry: where its event log is ("" = the SQL table in its database; nats://... = NATS JetStream).
+    event_log: str = ""
     # OpenTelemetry span exporter ("" = tracing off): "console" or "otlp" (runtime/observability.py).
     trace: str = ""
     # Prometheus /metrics port (None = off; 0 = any free port).
@@ -64,6 +67,7 @@ class ServiceConfig:
             "registry-address",
             "transfer-address",
             "semantic",
+            "event-log",
             "trace",
             "metrics-port",
         ):
@@ -87,6 +91,7 @@ class ServiceConfig:
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
+            event_log=pick("EVENT_LOG", ""),
             trace=_off(pick("TRACE", "")),
             metrics_port=_port(pick("METRICS_PORT", "")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),

@@ -3,7 +3,9 @@
 The stream sends every event after the watcher's `after_origin_seq`, in origin_seq order, in batches of at
 most `BATCH` events and `MAX_BATCH_BYTES` (storage/outbox.py; one event larger than that goes alone), then
 waits on the service's commit signal for new ones, and sends a heartbeat (an empty batch with the head)
-when idle.
+when idle. On PostgreSQL the signal also hears the commits of the service's other replicas (LISTEN/NOTIFY on
+the outbox table, storage/commits.py CommitListener), so a watcher on one replica gets another replica's
+events at once, not at its next heartbeat.
 
 Commit order versus key order: on SQLite one writer at a time means origin_seq values commit in order. On
 PostgreSQL they can commit out of order, so the stream sends only as far as the outbox is final

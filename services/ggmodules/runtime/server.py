@@ -34,7 +34,16 @@ class Service:
     register: Callable[[grpc.aio.Server], None]
     service_names: Sequence[str]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # Awaited inside the server's loop before it starts serving (e.g. connecting to an event log).
+    on_start: Callable[[], Awaitable[None]] | None = None
+    # Asked every PROBE_SECONDS whether what the service depends on answers (e.g. Telemetry's event log);
+    # health reports NOT_SERVING while it does not.
+    probe: Callable[[], Awaitable[bool]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
+
+
+PROBE_SECONDS = 1.0
+SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 class RunningServer:
@@ -47,8 +56,25 @@ class RunningServer:
         self.service = service
         # The /metrics endpoint when `--metrics-port` is set (runtime/observability.py).
         self.metrics: Metrics | None = None
+        self._prober: asyncio.Task[None] | None = None
+        if service.probe is not None:
+            self._prober = asyncio.get_running_loop().create_task(self._probe(service.probe), name="probe")
+
+    async def _probe(self, probe: Callable[[], Awaitable[bool]]) -> None:
+        serving = True
+        while True:
+            await asyncio.sleep(PROBE_SECONDS)
+            now = await probe()
+            if now != serving:
+                serving = now
+                status = SERVING if now else NOT_SERVING
+                for name in ["", *self.service.service_names]:
+                    await self.health.set(name, status)
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            await asyncio.gather(self._prober, return_exceptions=True)
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         if self.service.on_stop is not None:
@@ -71,6 +97,8 @@ async def start_server(
     interceptors = [*server_interceptors(observe, metrics), CallInterceptor(log, MAX_MESSAGE_BYTES)]
     server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
     service.register(server)
+    if service.on_start is not None:
+        await service.on_start()
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]

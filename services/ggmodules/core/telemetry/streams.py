@@ -59,7 +59,8 @@ def check_retained(position: int, pruned_through: int) -> None:
 @dataclass(frozen=True, slots=True)
 class Retention:
     """Keep the newest `events`, and (when set) at most `max_bytes` of payload and nothing stored more than
-    `max_age_seconds` ago; prune in steps of at most `slack` so pruning is not paid per event."""
+    `max_age_seconds` ago (on JetStream these go onto the stream's config); prune in steps of at most
+    `slack` so pruning is not paid per event."""
 
     events: int
     max_bytes: int | None = None

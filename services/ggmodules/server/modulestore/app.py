@@ -25,6 +25,7 @@ from ggmodules.runtime.server import Service
 from ggmodules.semantic import load_embedder
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite, make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
@@ -50,6 +51,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
+    # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
     semantic = embedder.name if embedder else "off"
@@ -62,6 +65,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
 
     async def on_stop() -> None:
         await housekeeper.stop()
+        if listener is not None:
+            listener.stop()
         repo.close()
 
     return Service(
@@ -69,5 +74,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, OUTBOX_SERVICE],
         on_stop=on_stop,
-        extra={"repository": repo, "housekeeper": housekeeper},
+        extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
     )

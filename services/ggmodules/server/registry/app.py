@@ -18,6 +18,7 @@ from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
 from ggmodules.server.registry.successors import Successors
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
@@ -39,6 +40,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         positions=positions, requests=RegRequestRow.__table__,  # type: ignore[attr-defined]
     )  # fmt: skip
     servicer = RegistryServicer(Runs(repo), Instances(repo, binder), Successors(repo))
+    # Commits of other Registry replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
 
     def register(server: grpc.aio.Server) -> None:
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(servicer, server)
@@ -47,6 +50,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
 
     async def on_stop() -> None:
         await housekeeper.stop()
+        if listener is not None:
+            listener.stop()
         await binder.close()
         engine.dispose()
 
@@ -56,5 +61,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
                        OUTBOX_SERVICE],
         on_stop=on_stop,
-        extra={"housekeeper": housekeeper},
+        extra={"housekeeper": housekeeper, "commit_listener": listener},
     )

@@ -1,7 +1,8 @@
-"""Builds the Telemetry service: its log database, one follower per origin, and the servicer.
+"""Builds the Telemetry service: its database, its event log (the SQL table, or JetStream when
+`--event-log nats://...`), one follower per origin, and the servicer.
 
-Followers start with the server (inside its event loop) and stop with it. The console views come from
-`ggmodules.server.telemetry.console.build_console(repo, log)` once that module exists.
+The event log connects and the followers start with the server (inside its event loop); they stop with it.
+The console views come from `ggmodules.server.telemetry.console.build_console(repo, log, event_log)`.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from ggmodules.server.telemetry.settings import recent_bytes_from, retention_fro
 from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog, open_event_log
 from ggmodules.storage.telemetry.tables import TelRequestRow
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
@@ -42,14 +44,21 @@ def build_service(
     recent_bytes: int | None = None,
 ) -> Service:
     engine = make_engine(config.database_url)
-    repo = TelemetryRepository(engine, retention or retention_from(), recent_bytes or recent_bytes_from())
-    turns = TurnReports(repo, config.registry_address, log)
-    servicer = TelemetryServicer(repo, _console(repo, log), turns)
+    kept = retention or retention_from()
+    repo = TelemetryRepository(engine, kept, recent_bytes or recent_bytes_from())
+    event_log = open_event_log(config.event_log, repo, kept)
+    turns = TurnReports(repo, config.registry_address, log, event_log)
+    servicer = TelemetryServicer(event_log, _console(repo, log, event_log), turns)
     followers = [
-        Follower("modulestore", config.modulestore_address, repo, log),
-        Follower("registry", config.registry_address, repo, log),
+        Follower("modulestore", config.modulestore_address, event_log, log),
+        Follower("registry", config.registry_address, event_log, log),
     ]
-    log.info("telemetry storage ready", backend=engine.dialect.name, retention=repo.retention.events)
+    log.info(
+        "telemetry storage ready",
+        backend=engine.dialect.name,
+        event_log=event_log.kind,
+        retention=repo.retention.events,
+    )
     housekeeper = Housekeeper(
         PruneSettings.from_env(),
         engine_writing(engine),
@@ -61,7 +70,10 @@ def build_service(
 
     def register(server: grpc.aio.Server) -> None:
         pb_grpc.add_TelemetryServiceServicer_to_server(servicer, server)
-        for follower in followers:  # register runs inside the server's event loop
+
+    async def on_start() -> None:
+        await event_log.start()
+        for follower in followers:
             follower.start()
         housekeeper.start()
 
@@ -70,14 +82,22 @@ def build_service(
         for follower in followers:
             await follower.stop()
         await turns.close()
+        await event_log.close()
         repo.close()
 
     return Service(
         name="telemetry",
         register=register,
         service_names=[SERVICE_NAME],
+        on_start=on_start,
         on_stop=on_stop,
-        extra={"repository": repo, "collectors": [OutboxLag(followers)], "housekeeper": housekeeper},
+        probe=event_log.reachable,
+        extra={
+            "repository": repo,
+            "event_log": event_log,
+            "collectors": [OutboxLag(followers)],
+            "housekeeper": housekeeper,
+        },
     )
 
 
@@ -98,8 +118,10 @@ class OutboxLag:
         yield lag
 
 
-def _console(repo: TelemetryRepository, log: structlog.typing.FilteringBoundLogger) -> ConsoleViews:
+def _console(
+    repo: TelemetryRepository, log: structlog.typing.FilteringBoundLogger, event_log: EventLog
+) -> ConsoleViews:
     if importlib.util.find_spec(CONSOLE_MODULE) is None:
         return NoConsole()
-    console: ConsoleViews = importlib.import_module(CONSOLE_MODULE).build_console(repo, log)
+    console: ConsoleViews = importlib.import_module(CONSOLE_MODULE).build_console(repo, log, event_log)
     return console

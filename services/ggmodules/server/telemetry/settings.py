@@ -7,6 +7,8 @@
 | retention by age | GGMODULES_TELEMETRY_RETENTION_SECONDS | 2,592,000 (30 days) since an event was stored |
 | recent-events cache | GGMODULES_TELEMETRY_RECENT_BYTES | 67,108,864 bytes (64 MiB) |
 
+The event log itself is chosen by `--event-log` / GGMODULES_TELEMETRY_EVENT_LOG (runtime/config.py).
+
 The recent-events cache holds the newest events in memory, at most that many bytes of them (and at most
 10,000), so caught-up subscribers are served without a database read; a subscriber further behind reads
 the database. All values are whole numbers (`_` and `,` allowed as separators). Whichever retention bound

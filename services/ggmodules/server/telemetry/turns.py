@@ -22,6 +22,7 @@ from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.dependency import Dependency
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire.telemetry import turn_event, turn_report
 
@@ -33,9 +34,14 @@ _UNREACHABLE = (
 
 class TurnReports:
     def __init__(
-        self, repo: TelemetryRepository, registry_address: str, log: structlog.typing.FilteringBoundLogger
+        self,
+        repo: TelemetryRepository,
+        registry_address: str,
+        log: structlog.typing.FilteringBoundLogger,
+        event_log: EventLog | None = None,
     ) -> None:
         self._repo = repo
+        self._event_log = event_log
         self._registry = Dependency(
             "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE
         )
@@ -58,7 +64,8 @@ class TurnReports:
         def answer(cursor: int) -> bytes:
             return pb.ReportTurnResponse(cursor=cursor).SerializeToString(deterministic=True)
 
-        raw = await asyncio.to_thread(self._repo.report, event, key, answer, admit)
+        publish = self._event_log.turn_publisher() if self._event_log is not None else None
+        raw = await asyncio.to_thread(self._repo.report, event, key, answer, admit, publish)
         return pb.ReportTurnResponse.FromString(raw)
 
     async def _confirm(self, report: TurnReport) -> KnownAgent:

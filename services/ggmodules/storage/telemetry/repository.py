@@ -5,6 +5,12 @@ advisory transaction lock), so cursors commit in the order they were issued: a r
 has seen every cursor below it. `committed` is notified after each write commits. A write the database
 refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
+Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
+database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
+are passed over before inserting (so a second replica's relay wastes no cursor and stores nothing twice);
+and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
+replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
+
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
 """
@@ -55,6 +61,10 @@ PRUNED_THROUGH = "pruned_through"
 # long behind pruning; a backlog is worked off over the next writes.
 PRUNE_STEP = 1000
 AGE_CHECK_SECONDS = 1.0
+# How many events tel_events holds now, and their payload bytes, kept beside them so every replica counts
+# alike.
+STORED = "stored"
+STORED_BYTES = "stored_bytes"
 _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
@@ -79,8 +89,14 @@ class TelemetryRepository:
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
-        self._stored, self._stored_bytes = self._count()
+        # PostgreSQL may be shared by several replicas: the count, the bytes and each origin's position are
+        # then read under the write lock at each write. A SQLite file is one process's, which keeps them in
+        # memory.
+        self._shared = engine.dialect.name == "postgresql"
+        self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
         self._age_checked = 0.0
+        self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
+        self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
@@ -93,6 +109,18 @@ class TelemetryRepository:
             count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
             return int(count), int(size or 0)
 
+    def _load_stored(self, conn: Connection) -> tuple[int, int]:
+        """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
+        made before them)."""
+        keys = _meta.c.key.in_([STORED, STORED_BYTES])
+        rows: dict[str, int] = dict(conn.execute(select(_meta.c.key, _meta.c.value).where(keys)).all())
+        if STORED in rows and STORED_BYTES in rows:
+            return int(rows[STORED]), int(rows[STORED_BYTES])
+        count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
+        self._set_meta(conn, STORED, int(count))
+        self._set_meta(conn, STORED_BYTES, int(size or 0))
+        return int(count), int(size or 0)
+
     # ---- writes -------------------------------------------------------------------------------------
 
     @contextmanager
@@ -102,29 +130,65 @@ class TelemetryRepository:
             stored, stored_bytes = self._stored, self._stored_bytes
             try:
                 with self.engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
+                    if self._shared:
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                        self._stored, self._stored_bytes = stored, stored_bytes = self._load_stored(conn)
                     yield conn
                     self._prune(conn)
+                    if self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes):
+                        self._set_meta(conn, STORED, self._stored)
+                        self._set_meta(conn, STORED_BYTES, self._stored_bytes)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
             except BaseException:
-                self._stored, self._stored_bytes = self._count()  # the rolled-back counts are void
+                if not self._shared:
+                    self._stored, self._stored_bytes = self._count()  # the rolled-back counts are void
                 raise
-            self.recent.committed(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
+            self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
 
+    def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
+        """Hands what this process committed to the recent-events cache when it follows on from the cache's
+        head with nothing between (the write lock makes cursors commit in order, so then nobody else's
+        commit lies between); otherwise the cache is filled from the log (`refresh`)."""
+        with self._refreshing:
+            if not stored or stored[0].cursor == self.recent.head + 1:
+                self.recent.committed(stored, pruned_through)
+                return
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Brings the recent-events cache up to the log's head: every event stored since its head, by this
+        replica or another, in cursor order. Then wakes this process's subscribers."""
+        with self._refreshing:
+            after = self.recent.head
+            while True:
+                got = self.read(StreamFilter(), after, CAPACITY)
+                self.recent.committed(got.events, got.pruned_through)
+                if not got.full:
+                    break
+                after = got.events[-1].cursor
+        self.committed.notify()
+
     def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
-        """Stores each event of `origin` not stored yet; returns how many were new."""
+        """Stores each event of `origin` not stored yet; returns how many were new. An origin's events arrive
+        in origin_seq order, so those at or below the highest stored for it are stored already (or pruned):
+        they are passed over before the INSERT, which would otherwise draw (and waste) a cursor each."""
         if not events:
             return 0
 
         def attempt() -> int:
             with self._writing() as conn:
-                inserted = self._insert(conn, events)
+                highest = self._highest.get(origin)
+                if highest is None or self._shared:
+                    highest = _meta_value(conn, f"origin/{origin}")
+                fresh = [ev for ev in events if ev.origin_seq > highest]
+                inserted = self._insert(conn, fresh) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
-                self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
+                now = max(highest, *(ev.origin_seq for ev in events))
+                self._raise_meta(conn, f"origin/{origin}", now)
+            self._highest[origin] = now  # committed
             return inserted
 
         return retrying(attempt, self.retries)
@@ -145,13 +209,15 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None = None,
     ) -> bytes:
         """Appends Telemetry's own turn `event` (once per request id) and returns the serialized answer that
         `answer(cursor)` builds; a retried request id returns the first answer. Otherwise `admit` is given
         the agent as stored (None if unknown) and returns the agent to record the turn against, or
         refuses; it runs under the write lock, so two reports of one agent are checked one after the
-        other."""
-        return retrying(lambda: self._report(event, key, answer, admit), self.retries)
+        other. With an external event log, `publish(event)` stores the event there (inside the transaction,
+        before it commits) and returns its cursor; otherwise it goes into tel_events."""
+        return retrying(lambda: self._report(event, key, answer, admit, publish), self.retries)
 
     def _report(
         self,
@@ -159,21 +225,25 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None,
     ) -> bytes:
         with self._writing() as conn:
             if key is not None and (prior := self._requests.claim(conn, *key)) is not None:
                 return prior
             agent = admit(_known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
-            self._insert(conn, [event])
             self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
-            cursor = int(
-                conn.execute(
-                    select(_events.c.cursor).where(
-                        _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
-                    )
-                ).scalar_one()
-            )
+            if publish is not None:
+                cursor = publish(event)
+            else:
+                self._insert(conn, [event])
+                cursor = int(
+                    conn.execute(
+                        select(_events.c.cursor).where(
+                            _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
+                        )
+                    ).scalar_one()
+                )
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
@@ -253,6 +323,20 @@ class TelemetryRepository:
                 index_elements=["key"], set_={"value": larger(_meta.c.value, stmt.excluded.value)}
             )
         )
+
+    def raise_position(self, origin: str, origin_seq: int) -> None:
+        """Records that every event of `origin` up to `origin_seq` is stored (in an external event log)."""
+
+        def attempt() -> None:
+            with self.engine.begin() as conn:
+                self._raise_meta(conn, f"origin/{origin}", origin_seq)
+
+        retrying(attempt, self.retries)
+
+    def _set_meta(self, conn: Connection, key: str, value: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(_meta).values(key=key, value=value)
+        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value}))
 
     def _prune(self, conn: Connection) -> None:
         """Prunes the oldest events past any retention bound: count, bytes, age (see settings.py)."""
