@@ -13,6 +13,10 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
+| POOL_SIZE | --pool-size | 10: database connections a replica keeps open (PostgreSQL) |
+| POOL_MAX_OVERFLOW | --pool-max-overflow | 10: connections opened beyond POOL_SIZE under load, closed after |
+| LEASE_SECONDS | --lease-seconds | 10: how long a Transfer replica's lease on a transfer lasts unrenewed |
+| LEASE_SCAN_SECONDS | --lease-scan-seconds | 1: how often Transfer looks for transfers whose lease expired |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 """
 
@@ -39,6 +43,13 @@ class ServiceConfig:
     transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
     # ModuleStore: the embedding provider of semantic archive search ("" = off).
     semantic: str = ""
+    # Database connections per replica (PostgreSQL; SQLite keeps one file): kept open, and opened beyond.
+    pool_size: int = 10
+    pool_max_overflow: int = 10
+    # Transfer: a replica drives a transfer while it holds its lease (renewed every third of it); every
+    # `lease_scan_seconds` it takes over pending transfers whose lease expired (their replica died).
+    lease_seconds: float = 10.0
+    lease_scan_seconds: float = 1.0
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
 
@@ -58,6 +69,10 @@ class ServiceConfig:
             "registry-address",
             "transfer-address",
             "semantic",
+            "pool-size",
+            "pool-max-overflow",
+            "lease-seconds",
+            "lease-scan-seconds",
         ):
             parser.add_argument(f"--{name}")
         args = vars(parser.parse_args(list(argv)))
@@ -79,6 +94,10 @@ class ServiceConfig:
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
+            pool_size=int(pick("POOL_SIZE", "10")),
+            pool_max_overflow=int(pick("POOL_MAX_OVERFLOW", "10")),
+            lease_seconds=float(pick("LEASE_SECONDS", "10")),
+            lease_scan_seconds=float(pick("LEASE_SCAN_SECONDS", "1")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
         )
 

@@ -19,6 +19,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
+from ggmodules.runtime.health import HealthWatch
 from ggmodules.runtime.interceptors import CallInterceptor
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
@@ -33,6 +34,8 @@ class Service:
     register: Callable[[grpc.aio.Server], None]
     service_names: Sequence[str]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # Raises while the service's database does not answer: health then reports NOT_SERVING.
+    probe: Callable[[], None] | None = None
     extra: dict[str, object] = field(default_factory=dict)
 
 
@@ -44,8 +47,11 @@ class RunningServer:
         self.address = address
         self.health = health
         self.service = service
+        self.watch: HealthWatch | None = None
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self.watch is not None:
+            await self.watch.stop()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         if self.service.on_stop is not None:
@@ -65,7 +71,11 @@ async def start_server(
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, f"{host}:{bound}", health, service)
+    running = RunningServer(server, f"{host}:{bound}", health, service)
+    if service.probe is not None:
+        running.watch = HealthWatch(service.probe, health, ["", *service.service_names], log)
+        running.watch.start()
+    return running
 
 
 async def serve_forever(

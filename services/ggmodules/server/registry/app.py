@@ -9,6 +9,8 @@ import structlog
 
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading
 from ggmodules.runtime.server import Service
@@ -17,12 +19,11 @@ from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
 from ggmodules.server.registry.successors import Successors
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.registry import RegistryRepository
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log)
@@ -43,4 +44,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
                        OUTBOX_SERVICE],
         on_stop=on_stop,
+        probe=database_probe(engine),
     )

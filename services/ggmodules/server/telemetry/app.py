@@ -14,12 +14,13 @@ import structlog
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
 from ggmodules.server.telemetry.settings import recent_bytes_from, retention_from
 from ggmodules.server.telemetry.turns import TurnReports
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
@@ -35,7 +36,7 @@ def build_service(
     retention: Retention | None = None,
     recent_bytes: int | None = None,
 ) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = TelemetryRepository(engine, retention or retention_from(), recent_bytes or recent_bytes_from())
     turns = TurnReports(repo, config.registry_address, log)
     servicer = TelemetryServicer(repo, _console(repo, log), turns)
@@ -61,6 +62,7 @@ def build_service(
         register=register,
         service_names=[SERVICE_NAME],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"repository": repo},
     )
 

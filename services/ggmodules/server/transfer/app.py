@@ -7,19 +7,20 @@ import grpc
 import structlog
 
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.server import Service
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.crash import CrashSwitch
 from ggmodules.server.transfer.resumer import Resumer
 from ggmodules.server.transfer.servicer import TransferServicer
 from ggmodules.server.transfer.transfers import Transfers
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.transfer import TransferRepository
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = TransferRepository(engine)
     repo.create_tables()
     calls = Calls(config.registry_address, config.modulestore_address, log)
@@ -43,4 +44,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
         on_stop=on_stop,
+        probe=database_probe(engine),
     )
