@@ -7,6 +7,7 @@ from typing import Any
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
+from ggmodules.runtime.channels import channel_target
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.retry import Attempts
@@ -16,12 +17,13 @@ Headers = tuple[tuple[str, str], ...]
 
 
 class Stubs:
-    """Every service's stub over channels opened by `open_channel(address)` (sync or asyncio)."""
+    """Every service's stub over channels opened by `open_channel(target)` (sync or asyncio); an address
+    naming several replicas (comma-separated, or `dns:///name:port`) is one channel over all of them."""
 
     def __init__(self, config: ClientConfig, open_channel: Callable[[str], Any]) -> None:
-        self.channels = {"registry": open_channel(config.registry),
-                         "modulestore": open_channel(config.modulestore),
-                         "transfer": open_channel(config.transfer)}
+        self.channels = {"registry": open_channel(channel_target(config.registry)),
+                         "modulestore": open_channel(channel_target(config.modulestore)),
+                         "transfer": open_channel(channel_target(config.transfer))}
         self._stubs: dict[str, Any] = {
             "registry": registry_service_pb2_grpc.RegistryServiceStub(self.channels["registry"]),
             "modulestore": modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channels["modulestore"]),

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import BALANCING_OPTIONS, MESSAGE_LIMITS
 
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
@@ -38,6 +38,9 @@ NO_RETRY = RetryPolicy(max_attempts=1)
 
 @dataclass(frozen=True)
 class ClientConfig:
+    """Each address is one `host:port`, several comma-separated (replicas of the service), or a gRPC target
+    such as `dns:///name:port`; calls are spread over the replicas that answer (round_robin)."""
+
     registry: str = DEFAULT_REGISTRY
     modulestore: str = DEFAULT_MODULESTORE
     transfer: str = DEFAULT_TRANSFER
@@ -46,8 +49,8 @@ class ClientConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
-    # The services' own message-size limits, so a big window reads back whole.
-    channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
+    # The services' own message-size limits, so a big window reads back whole; round_robin over replicas.
+    channel_options: tuple[tuple[str, Any], ...] = (*MESSAGE_LIMITS, *BALANCING_OPTIONS)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
