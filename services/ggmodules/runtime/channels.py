@@ -44,7 +44,9 @@ def service_channel(address: str) -> grpc.aio.Channel:
 # (`10.0.0.1:50052,10.0.0.2:50052`), or any gRPC target such as `dns:///modulestore:50052` (every record
 # of the name). Calls are spread over every replica that answers (round_robin, chosen through the gRPC
 # service config) and go only to those that do, so a replica that dies is left out of the next call.
-ROUND_ROBIN_SERVICE_CONFIG: dict[str, list[dict[str, dict[str, str]]]] = {"loadBalancingConfig": [{"round_robin": {}}]}
+ROUND_ROBIN_SERVICE_CONFIG: dict[str, list[dict[str, dict[str, str]]]] = {
+    "loadBalancingConfig": [{"round_robin": {}}]
+}
 BALANCING_OPTIONS: tuple[tuple[str, str], ...] = (
     ("grpc.service_config", json.dumps(ROUND_ROBIN_SERVICE_CONFIG)),
 )
