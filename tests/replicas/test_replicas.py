@@ -314,7 +314,7 @@ def phase2(cluster: Cluster, phase1: Phase1) -> Phase2:
         modulestore=f"{killed[0].address},{cluster.modulestore.addresses}",
         transfer=f"{killed[2].address},{cluster.transfer.addresses}",
     )
-    with SdkClient(dead_and_live) as gg:
+    with SdkClient(config=dead_and_live) as gg:
         run = gg.create_run("after-the-kill", [Profile("solo", tasks=True)])
         agent = gg.open_instance(run.id, "solo")
         agent.tasks.create("still served")
