@@ -27,8 +27,7 @@ def main(argv: Sequence[str]) -> int:
         config = ServiceConfig.load(name, flags)
         engine = make_engine(config.database_url, pool_size=1, max_overflow=0)
         try:
-            before = head_revision(engine, name)
-            migrate(engine, name)
+            before = migrate(engine, name)
             after = head_revision(engine, name)
         finally:
             engine.dispose()

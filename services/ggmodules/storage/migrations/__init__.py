@@ -67,19 +67,21 @@ def migration_lock_key(service: str) -> int:
     return int.from_bytes(digest[:8], "big", signed=True)
 
 
-def migrate(engine: Engine, service: str) -> None:
+def migrate(engine: Engine, service: str) -> str:
     """Brings `service`'s tables in `engine` to the newest revision, in one transaction, one replica at a
-    time."""
+    time; returns the revision it found them at ("" when there were none)."""
     prefix, baseline = SERVICES[service]
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": migration_lock_key(service)})
+        found = _revision(conn, service)
         config = Config()
         config.set_main_option("script_location", str(HERE / service))
         config.attributes.update(connection=conn, version_table=version_table(service))
         if _predates_migrations(conn, service, prefix):
             command.stamp(config, baseline)
         command.upgrade(config, "head")
+    return found
 
 
 def _predates_migrations(conn: Connection, service: str, prefix: str) -> bool:
@@ -90,6 +92,10 @@ def _predates_migrations(conn: Connection, service: str, prefix: str) -> bool:
 def head_revision(engine: Engine, service: str) -> str:
     """The revision `service`'s tables in `engine` are at ("" before the first migration)."""
     with engine.connect() as conn:
-        if version_table(service) not in set(inspect(conn).get_table_names()):
-            return ""
-        return str(conn.execute(text(f"SELECT version_num FROM {version_table(service)}")).scalar() or "")
+        return _revision(conn, service)
+
+
+def _revision(conn: Connection, service: str) -> str:
+    if version_table(service) not in set(inspect(conn).get_table_names()):
+        return ""
+    return str(conn.execute(text(f"SELECT version_num FROM {version_table(service)}")).scalar() or "")
