@@ -225,7 +225,13 @@ def test_telemetry_each_agent_stream_is_identical_from_both_replicas_and_equals_
         outboxes[e.agent_id].append((e.origin, e.origin_seq))
     first, second = by_agent(streams[0]), by_agent(streams[1])
     differ = [a for a in outboxes if first.get(a) != second.get(a)]
-    assert differ == [], f"{len(differ)} of {len(outboxes)} agents' streams differ between the replicas"
+    example = differ[0] if differ else ""
+    assert differ == [], (
+        f"{len(differ)} of {len(outboxes)} agents' streams differ between the replicas; {example}: "
+        f"{len(first.get(example, []))} events vs {len(second.get(example, []))}, outbox "
+        f"{len(outboxes[example]) if example else 0}; first of each: {first.get(example, [])[:1]} "
+        f"{second.get(example, [])[:1]}"
+    )
     for i, served in enumerate((first, second)):
         unequal = [
             a for a, want in outboxes.items()
