@@ -338,6 +338,8 @@ def test_kill_9_one_replica_of_each_the_rest_serve_clients_fail_over_and_pending
     assert all(p.proc.poll() == -9 for p in phase2.killed)
     assert all(r.processes[1].proc.poll() is None for r in cluster.every())
     registry, modulestore = cluster.stubs(1)[:2]
+    logs = [p._log.name for r in cluster.every() for p in r.processes]
+    assert tally.failures == [], f"{tally.failures}; the replicas' logs: {logs}"
     check_acknowledged(modulestore, registry, phase1.run_id, tally)
     assert phase2.sdk_agent
     # Completed by another replica's lease scan: nobody sent the transfer again.
