@@ -105,7 +105,8 @@ class Cluster:
         self.url = new_database_url("postgres", "h9rep_replicas", directory)
         self.event_log = event_log
         self.channels: list[grpc.Channel] = []
-        common = ("--database-url", self.url, "--log-level", "warning")
+        # Every call logged (info): what a failing run leaves to read (the test names the log files).
+        common = ("--database-url", self.url, "--log-level", "info")
         self.modulestore = Replicas("modulestore", start_together([("modulestore", common, {})] * 2))
         ms = ("--modulestore-address", self.modulestore.addresses)
         self.registry = Replicas("registry", start_together([("registry", (*common, *ms), {})] * 2))

@@ -82,13 +82,16 @@ class Dependency:
             if self._stub is None:
                 self._channel = service_channel(self.address)
                 self._stub = self._make_stub(self._channel)
+            channel, stub = self._channel, self._stub
             try:
-                return await getattr(self._stub, method)(request, timeout=self._timeout)
+                return await getattr(stub, method)(request, timeout=self._timeout)
             except grpc.aio.AioRpcError as err:
                 if err.code() is grpc.StatusCode.UNAVAILABLE:
                     # A fresh channel on the next call connects at once, instead of waiting out the old
                     # one's reconnect backoff, so a retry right after the service is back goes through.
-                    await self.close()
+                    # Only the channel that failed: a newer one may carry other calls already.
+                    if self._channel is channel:
+                        await self.close()
                     if attempt < attempts:
                         continue
                 raise self._refusal(method, err) from None
