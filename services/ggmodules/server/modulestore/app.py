@@ -18,6 +18,8 @@ import structlog
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
@@ -26,7 +28,7 @@ from ggmodules.semantic import load_embedder
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
-from ggmodules.storage.engine import is_sqlite, make_engine
+from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
 T = TypeVar("T")
@@ -42,7 +44,7 @@ async def run_in_thread(fn: Callable[..., T], *args: Any) -> T:
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     run = run_inline if inline else run_in_thread
@@ -74,5 +76,6 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, OUTBOX_SERVICE],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
     )

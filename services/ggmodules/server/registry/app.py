@@ -9,6 +9,8 @@ import structlog
 
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading, engine_writing
@@ -19,14 +21,13 @@ from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryServicer
 from ggmodules.server.registry.successors import Successors
 from ggmodules.storage.commits import listen_for_commits
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRow
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log)
@@ -61,5 +62,6 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         service_names=[registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"].full_name,
                        OUTBOX_SERVICE],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"housekeeper": housekeeper, "commit_listener": listener},
     )
