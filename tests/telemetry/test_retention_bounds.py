@@ -14,9 +14,9 @@ from sqlalchemy import func, select
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.storage.telemetry.repository import PRUNED_THROUGH, _meta_value
 from ggmodules.storage.telemetry.tables import TelEventRow
-from tests.harness import InProcessTelemetry, status_of
+from tests.harness import InProcessTelemetry, error_metadata, status_of
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, is_write_of
+from tests.telemetry.rig import Rig, StreamEnded, is_write_of
 
 MAX_BYTES = 20_000
 EVENTS = TelEventRow.__table__  # type: ignore[attr-defined]
@@ -42,6 +42,20 @@ def by_age(backend: str, tmp_path: Path) -> Iterator[Rig]:
     r.close()
 
 
+def read_until(rig: Rig, run: str, agent_id: str, text: str) -> list[tuple[int, object]]:
+    """The agent's stream from the oldest event still retained up to the write of `text`. Pruning goes on
+    while the stream is read, so a read from the old oldest cursor may be refused OUT_OF_RANGE (R33) with
+    the new oldest: resume there, as a consumer that accepts the gap would."""
+    after = 0
+    for _ in range(20):
+        try:
+            return list(rig.subscribe(run, agent_id=agent_id, after=after).until(is_write_of(text)))
+        except StreamEnded as ended:
+            assert ended.error is not None and status_of(ended.error)[1] == "CURSOR_EXPIRED", ended
+            after = int(error_metadata(ended.error)["oldest_cursor"]) - 1
+    raise AssertionError(f"the stream never reached {text!r}: pruned past every resume")
+
+
 def stored(rig: Rig) -> tuple[int, int, int]:
     """(events held, their payload bytes, pruned_through) as Telemetry's database has them."""
     assert isinstance(rig.telemetry, InProcessTelemetry)
@@ -57,7 +71,7 @@ def test_the_log_keeps_within_its_byte_bound_newest_first(by_bytes: Rig) -> None
     for n in range(100):  # about 100 KB of events against a 20 KB bound
         by_bytes.say(run, coder.agent_id, history, f"{n:03d} " + "x" * 1000)
     by_bytes.say(run, coder.agent_id, history, "end")
-    by_bytes.subscribe(run, agent_id=coder.agent_id, after=0).until(is_write_of("end"))
+    read_until(by_bytes, run, coder.agent_id, "end")
 
     count, size, pruned = stored(by_bytes)
     assert pruned > 0
@@ -83,9 +97,7 @@ def test_events_older_than_the_age_bound_are_pruned_as_new_ones_arrive(by_age: R
         assert time.monotonic() < end, "nothing pruned by age within 30 s"
         n += 1
         by_age.say(run, coder.agent_id, history, f"tick {n}")
-        s = by_age.subscribe(run, agent_id=coder.agent_id, after=0)
-        s.until(is_write_of(f"tick {n}"))
-        s.close()
+        read_until(by_age, run, coder.agent_id, f"tick {n}")
         time.sleep(0.2)
 
     got = by_age.subscribe(run, agent_id=coder.agent_id).until(is_write_of(f"tick {n}"))
