@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 from ggmodules.sdk.agent import AsyncAgent
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
@@ -31,19 +32,25 @@ class _Channels:
     def get(self) -> Stubs:
         if self.stubs is None:
             options, interceptors = list(self._config.channel_options), self._interceptors or None
-            self.stubs = Stubs(self._config, lambda address: grpc.aio.insecure_channel(
-                address, options=options, interceptors=interceptors))
+            tls = self._config.channel_credentials()
+
+            def open_channel(address: str) -> Any:
+                if tls is not None:
+                    return grpc.aio.secure_channel(address, tls, options=options, interceptors=interceptors)
+                return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+
+            self.stubs = Stubs(self._config, open_channel)
         return self.stubs
 
 
 class AsyncTransport(TransportBase):
     def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
-                 channels: _Channels | None = None) -> None:
-        super().__init__(config)
+                 channels: _Channels | None = None, wallet: Wallet | None = None) -> None:
+        super().__init__(config, wallet)
         self._channels = channels or _Channels(config, interceptors)
 
     def derive(self, config: ClientConfig) -> AsyncTransport:
-        return AsyncTransport(config, channels=self._channels)
+        return AsyncTransport(config, channels=self._channels, wallet=self.wallet)
 
     def agent(self, instance: Instance) -> AsyncAgent:
         return AsyncAgent(self, instance)
@@ -57,7 +64,9 @@ class AsyncTransport(TransportBase):
         while True:
             call = method(plan.request, timeout=attempts.timeout(), metadata=headers)
             try:
-                return plan.convert(await call)
+                response = await call
+                self.wallet.learn(plan.method, response)
+                return plan.convert(response)
             except grpc.aio.AioRpcError as err:
                 delay = attempts.retry_after(err.code())
                 if delay is None:

@@ -8,6 +8,7 @@ from typing import Any
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import Wallet, bearer
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.retry import Attempts
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
@@ -33,8 +34,10 @@ class Stubs:
 
 
 class TransportBase:
-    def __init__(self, config: ClientConfig) -> None:
+    def __init__(self, config: ClientConfig, wallet: Wallet | None = None) -> None:
         self._config = config
+        # Shared by every transport derived from this one: agents opened through one are known to all.
+        self.wallet = wallet or Wallet(config.operator_credential)
 
     @property
     def config(self) -> ClientConfig:
@@ -43,4 +46,5 @@ class TransportBase:
     def _begin(self, plan: Plan[Any]) -> tuple[Attempts, Headers]:
         """The call's retry budget (its deadline included) and the metadata every attempt sends."""
         config = self._config
-        return Attempts(config.retry, config.timeout, retryable=plan.retryable), plan.headers(config.metadata)
+        extra = (*config.metadata, *bearer(self.wallet.pick(plan.method, plan.request)))
+        return Attempts(config.retry, config.timeout, retryable=plan.retryable), plan.headers(extra)

@@ -24,7 +24,9 @@ from ggmodules.sdk.transport import SyncTransport
 
 def _config(registry: str | None, modulestore: str | None, transfer: str | None,
             config: ClientConfig | None) -> ClientConfig:
-    config = config or ClientConfig()
+    """Without a config: `ClientConfig.from_env()`, so the operator credential and the CA that `ggmodules up`
+    wrote under ./var/ are used as they are."""
+    config = config or ClientConfig.from_env()
     return replace(config, registry=registry or config.registry,
                    modulestore=modulestore or config.modulestore, transfer=transfer or config.transfer)
 

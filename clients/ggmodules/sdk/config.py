@@ -5,13 +5,19 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
+
+import grpc
 
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
 DEFAULT_TRANSFER = "127.0.0.1:50053"
+# What `ggmodules up` writes on its first start (relative to where it runs: the checkout).
+DEFAULT_OPERATOR_FILE = "var/auth/operator.jwt"
+DEFAULT_CA_FILE = "var/tls/ca.crt"
 
 
 @dataclass(frozen=True)
@@ -48,11 +54,28 @@ class ClientConfig:
     metadata: tuple[tuple[str, str], ...] = ()
     # The services' own message-size limits, so a big window reads back whole.
     channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
+    # Sent on every call not made as an agent (agents' credentials come with the answers that open them).
+    operator_credential: str = ""
+    # TLS: the CA that signed the services' certificates (PEM); empty = plaintext. A client certificate and
+    # key (PEM) for services that require one.
+    tls_ca_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+    def channel_credentials(self) -> grpc.ChannelCredentials | None:
+        if not self.tls_ca_file:
+            return None
+        cert = Path(self.tls_cert_file).read_bytes() if self.tls_cert_file else None
+        key = Path(self.tls_key_file).read_bytes() if self.tls_key_file else None
+        return grpc.ssl_channel_credentials(Path(self.tls_ca_file).read_bytes(), key, cert)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
         """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TRANSFER_ADDRESS`,
-        `GGMODULES_TIMEOUT` (seconds)."""
+        `GGMODULES_TIMEOUT` (seconds); `GGMODULES_OPERATOR_CREDENTIAL` (the credential itself) or
+        `GGMODULES_OPERATOR_CREDENTIAL_FILE` (default ./var/auth/operator.jwt when it exists);
+        `GGMODULES_TLS_CA_FILE` (default ./var/tls/ca.crt when it exists; set it empty for plaintext),
+        `GGMODULES_TLS_CERT_FILE`, `GGMODULES_TLS_KEY_FILE`."""
         env = os.environ if env is None else env
         timeout = env.get("GGMODULES_TIMEOUT")
         return cls(
@@ -60,4 +83,19 @@ class ClientConfig:
             modulestore=env.get("GGMODULES_MODULESTORE_ADDRESS", DEFAULT_MODULESTORE),
             transfer=env.get("GGMODULES_TRANSFER_ADDRESS", DEFAULT_TRANSFER),
             timeout=float(timeout) if timeout else cls.timeout,
+            operator_credential=operator_credential_from(env),
+            tls_ca_file=env.get("GGMODULES_TLS_CA_FILE", _if_exists(DEFAULT_CA_FILE)),
+            tls_cert_file=env.get("GGMODULES_TLS_CERT_FILE", ""),
+            tls_key_file=env.get("GGMODULES_TLS_KEY_FILE", ""),
         )
+
+
+def operator_credential_from(env: Mapping[str, str]) -> str:
+    if "GGMODULES_OPERATOR_CREDENTIAL" in env:
+        return env["GGMODULES_OPERATOR_CREDENTIAL"].strip()
+    path = env.get("GGMODULES_OPERATOR_CREDENTIAL_FILE", DEFAULT_OPERATOR_FILE)
+    return Path(path).read_text().strip() if path and Path(path).is_file() else ""
+
+
+def _if_exists(path: str) -> str:
+    return path if Path(path).is_file() else ""

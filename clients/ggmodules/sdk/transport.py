@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 from ggmodules.sdk.agent import Agent
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
@@ -22,17 +23,20 @@ T = TypeVar("T")
 
 class SyncTransport(TransportBase):
     def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
-                 stubs: Stubs | None = None) -> None:
-        super().__init__(config)
+                 stubs: Stubs | None = None, wallet: Wallet | None = None) -> None:
+        super().__init__(config, wallet)
 
         def open_channel(address: str) -> Any:
-            channel = grpc.insecure_channel(address, options=list(config.channel_options))
+            tls = config.channel_credentials()
+            options = list(config.channel_options)
+            channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
+                       else grpc.insecure_channel(address, options=options))
             return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
 
         self._stubs = stubs or Stubs(config, open_channel)
 
     def derive(self, config: ClientConfig) -> SyncTransport:
-        return SyncTransport(config, stubs=self._stubs)
+        return SyncTransport(config, stubs=self._stubs, wallet=self.wallet)
 
     def agent(self, instance: Instance) -> Agent:
         return Agent(self, instance)
@@ -42,7 +46,9 @@ class SyncTransport(TransportBase):
         attempts, headers = self._begin(plan)
         while True:
             try:
-                return plan.convert(method(plan.request, timeout=attempts.timeout(), metadata=headers))
+                response = method(plan.request, timeout=attempts.timeout(), metadata=headers)
+                self.wallet.learn(plan.method, response)
+                return plan.convert(response)
             except grpc.RpcError as err:
                 delay = attempts.retry_after(err.code())
                 if delay is None:

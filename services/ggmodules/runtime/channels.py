@@ -29,6 +29,9 @@ SERVICE_CHANNEL_OPTIONS: tuple[tuple[str, int], ...] = (
 )
 
 
-def service_channel(address: str) -> grpc.aio.Channel:
-    """An asyncio channel from one service to another (open it inside the loop that will use it)."""
+def service_channel(address: str, tls: grpc.ChannelCredentials | None = None) -> grpc.aio.Channel:
+    """An asyncio channel from one service to another (open it inside the loop that will use it); over TLS
+    when the service's security gives channel credentials."""
+    if tls is not None:
+        return grpc.aio.secure_channel(address, tls, options=list(SERVICE_CHANNEL_OPTIONS))
     return grpc.aio.insecure_channel(address, options=list(SERVICE_CHANNEL_OPTIONS))

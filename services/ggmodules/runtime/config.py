@@ -14,6 +14,14 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
+| INSECURE_DEV | --insecure-dev | off; on: no credentials checked, no TLS (logged loudly) |
+| PUBLIC_KEY_FILE | --public-key-file | var/auth/credentials.pub: verifies credentials (every service) |
+| SIGNING_KEY_FILE | --signing-key-file | var/auth/credentials.key: mints credentials (Registry only) |
+| SERVICE_TOKEN_FILE | --service-token-file | var/auth/service.jwt: this service's credential for its calls |
+| TLS_CERT_FILE | --tls-cert-file | var/tls/<service>.crt when that file exists, else no TLS |
+| TLS_KEY_FILE | --tls-key-file | var/tls/<service>.key beside it |
+| TLS_CA_FILE | --tls-ca-file | var/tls/ca.crt: the CA its channels to other services trust |
+| TLS_CLIENT_CERT | --tls-client-cert | off; `require`: clients must present a certificate from the CA |
 """
 
 from __future__ import annotations
@@ -41,6 +49,15 @@ class ServiceConfig:
     semantic: str = ""
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
+    # Credentials (runtime/credentials.py) and TLS; see README "Credentials and TLS".
+    insecure_dev: bool = False
+    public_key_file: str = ""
+    signing_key_file: str = ""
+    service_token_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
+    tls_client_cert: str = ""
 
     @classmethod
     def load(
@@ -58,8 +75,16 @@ class ServiceConfig:
             "registry-address",
             "transfer-address",
             "semantic",
+            "public-key-file",
+            "signing-key-file",
+            "service-token-file",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-ca-file",
+            "tls-client-cert",
         ):
             parser.add_argument(f"--{name}")
+        parser.add_argument("--insecure-dev", action="store_const", const="1", default=None)
         args = vars(parser.parse_args(list(argv)))
 
         def pick(setting: str, default: str) -> str:
@@ -80,7 +105,19 @@ class ServiceConfig:
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
+            insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
+            public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),
+            signing_key_file=pick("SIGNING_KEY_FILE", "var/auth/credentials.key"),
+            service_token_file=pick("SERVICE_TOKEN_FILE", "var/auth/service.jwt"),
+            tls_cert_file=pick("TLS_CERT_FILE", _if_exists(f"var/tls/{service}.crt")),
+            tls_key_file=pick("TLS_KEY_FILE", _if_exists(f"var/tls/{service}.key")),
+            tls_ca_file=pick("TLS_CA_FILE", _if_exists("var/tls/ca.crt")),
+            tls_client_cert=pick("TLS_CLIENT_CERT", ""),
         )
+
+
+def _if_exists(path: str) -> str:
+    return path if os.path.exists(path) else ""
 
 
 def _step(value: str) -> int | None:

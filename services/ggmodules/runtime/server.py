@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
 from ggmodules.runtime.interceptors import CallInterceptor
+from ggmodules.runtime.security import INSECURE, Security
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
 SERVER_OPTIONS = [*MESSAGE_LIMITS, ("grpc.so_reuseport", 0)]
@@ -34,6 +35,8 @@ class Service:
     service_names: Sequence[str]
     on_stop: Callable[[], Awaitable[None]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # Credentials and TLS (runtime/security.py); INSECURE only under --insecure-dev.
+    security: Security = INSECURE
 
 
 class RunningServer:
@@ -55,13 +58,18 @@ class RunningServer:
 async def start_server(
     service: Service, host: str, port: int, log: structlog.typing.FilteringBoundLogger
 ) -> RunningServer:
-    server = grpc.aio.server(interceptors=[CallInterceptor(log, MAX_MESSAGE_BYTES)], options=SERVER_OPTIONS)
+    security = service.security
+    interceptor = CallInterceptor(log, MAX_MESSAGE_BYTES, security.guard)
+    server = grpc.aio.server(interceptors=[interceptor], options=SERVER_OPTIONS)
     service.register(server)
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
     reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if security.server_credentials is not None:
+        bound = server.add_secure_port(f"{host}:{port}", security.server_credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)

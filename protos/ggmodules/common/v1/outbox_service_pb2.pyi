@@ -21,6 +21,10 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class WatchOutboxRequest(_message.Message):
+    """The messages of the outbox protocol. The service that carries them, OutboxService, is internal: see
+    ggmodules/internal/v1/outbox_service.proto.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     AFTER_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int

@@ -14,6 +14,7 @@ import structlog
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
@@ -37,11 +38,12 @@ def build_service(
 ) -> Service:
     engine = make_engine(config.database_url)
     repo = TelemetryRepository(engine, retention or retention_from(), recent_bytes or recent_bytes_from())
-    turns = TurnReports(repo, config.registry_address, log)
+    security = security_from(config, log)
+    turns = TurnReports(repo, config.registry_address, log, security)
     servicer = TelemetryServicer(repo, _console(repo, log), turns)
     followers = [
-        Follower("modulestore", config.modulestore_address, repo, log),
-        Follower("registry", config.registry_address, repo, log),
+        Follower("modulestore", config.modulestore_address, repo, log, security),
+        Follower("registry", config.registry_address, repo, log, security),
     ]
     log.info("telemetry storage ready", backend=engine.dialect.name, retention=repo.retention.events)
 
@@ -62,6 +64,7 @@ def build_service(
         service_names=[SERVICE_NAME],
         on_stop=on_stop,
         extra={"repository": repo},
+        security=security,
     )
 
 

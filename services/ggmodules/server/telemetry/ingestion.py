@@ -13,8 +13,9 @@ import grpc
 import structlog
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
+from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.telemetry import TelemetryRepository
 
 HEARTBEAT_MS = 1000
@@ -30,8 +31,10 @@ class Follower:
         address: str,
         repo: TelemetryRepository,
         log: structlog.typing.FilteringBoundLogger,
+        security: Security = INSECURE,
     ) -> None:
         self.origin = origin
+        self._security = security
         self.address = address
         self._repo = repo
         self._log = log.bind(origin=origin, address=address)
@@ -47,7 +50,7 @@ class Follower:
 
     async def _run(self) -> None:
         delay = BACKOFF_MIN
-        async with service_channel(self.address) as channel:
+        async with service_channel(self.address, self._security.channel_credentials) as channel:
             stub = pb_grpc.OutboxServiceStub(channel)
             while True:
                 try:
@@ -65,7 +68,8 @@ class Follower:
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
         after = await asyncio.to_thread(self._repo.highest_origin_seq, self.origin)
-        call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS))
+        request = pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS)
+        call = stub.WatchOutbox(request, metadata=self._security.call_metadata())
         arrived = False
         try:
             while True:

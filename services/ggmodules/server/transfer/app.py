@@ -7,6 +7,7 @@ import grpc
 import structlog
 
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.crash import CrashSwitch
@@ -22,7 +23,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = make_engine(config.database_url)
     repo = TransferRepository(engine)
     repo.create_tables()
-    calls = Calls(config.registry_address, config.modulestore_address, log)
+    security = security_from(config, log)
+    calls = Calls(config.registry_address, config.modulestore_address, log, security)
     transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log)
     resumer = Resumer(transfers.pending, transfers.drive, log)
     transfers.on_pending = resumer.poke
@@ -43,4 +45,5 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
         on_stop=on_stop,
+        security=security,
     )

@@ -185,3 +185,14 @@ TABLES = [
         MsRequest,
     )
 ]
+
+
+class MsEndedRun(SQLModel, table=True):
+    """A run Registry has ended (finished, or internal_error): its writes are refused from then on (R50)."""
+
+    __tablename__ = "ms_ended_runs"
+    __table_args__ = CLUSTERED
+
+    run_id: str = Field(primary_key=True)
+    status: str
+    ended_us: int = seq_field(default=...)
