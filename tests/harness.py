@@ -115,6 +115,8 @@ class TestWallet(Wallet):
     def credential_for(self, full_method: str, request: Any) -> str:
         if full_method.startswith(INTERNAL_PREFIX):
             name = full_method.rsplit("/", 1)[-1]
+            if isinstance(request, bytes):
+                return CREDENTIALS.service
             if name == "BindInstance":
                 self.add_agent(request.run_id, request.agent_id,
                                CREDENTIALS.signer.agent(request.run_id, request.agent_id))
@@ -122,10 +124,18 @@ class TestWallet(Wallet):
                 self.add_agent(request.run_id, request.successor_agent_id,
                                CREDENTIALS.signer.agent(request.run_id, request.successor_agent_id))
             return CREDENTIALS.service
-        return self.pick(full_method.rsplit("/", 1)[-1], request)
+        return self.pick(full_method.rsplit("/", 1)[-1], request) if not isinstance(request, bytes) else self.operator
 
 
 WALLET = TestWallet(CREDENTIALS.operator)
+
+
+def credit(run_id: str, agent_id: str) -> str:
+    """Mints a credential for an agent, as Registry would, and puts it in the WALLET: for tests that
+    call ModuleStore as an agent Registry has (or has not) told it about."""
+    credential = CREDENTIALS.signer.agent(run_id, agent_id)
+    WALLET.add_agent(run_id, agent_id, credential)
+    return credential
 AUTO = "<auto>"
 NONE = ""
 

@@ -31,7 +31,7 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 from tests.bench import archive_search
 from tests.bench.raw_stream import stream_stub
-from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
+from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url, open_channel, stubs
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 # Fork and exec costs are measured on 100,000-message histories (27 MB), past the 2 MiB a store may hold by
@@ -98,8 +98,8 @@ class ModuleStoreBench:
         self.proc = ServiceProcess(
             "modulestore", "--database-url", database_url, "--log-level", "warning", env=LONG_HISTORIES
         )
-        self.channel = grpc.insecure_channel(self.proc.address)
-        self.stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channel)
+        self.channel = open_channel(self.proc.address)
+        self.stub = stubs(self.channel, "modulestore")
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.run = f"run-{uuid.uuid4().hex[:12]}"
 
@@ -128,7 +128,7 @@ class ModuleStoreBench:
 
         async def main() -> int:
             async with grpc.aio.insecure_channel(self.proc.address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+                stub = stubs(ch, "modulestore")
                 deadline = time.perf_counter() + seconds
                 done = 0
 
@@ -196,9 +196,9 @@ class TransferBench:
             raise
         ms, registry, transfer = (p.address for p in self.procs)
         self.client = Client(registry, ms, transfer)
-        self.ms_channel = grpc.insecure_channel(ms)
-        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.ms_channel)
-        self.channel = grpc.insecure_channel(transfer)
+        self.ms_channel = open_channel(ms)
+        self.ms = stubs(self.ms_channel, "modulestore")
+        self.channel = open_channel(transfer)
         self.transfer = transfer_service_pb2_grpc.TransferServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
 
@@ -342,12 +342,12 @@ class TelemetryBench:
             self.close()
             raise
         self.ms_address, self.tel_address = ms_address, self.procs[2].address
-        self.ms_channel = grpc.insecure_channel(ms_address)
-        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.ms_channel)
-        self.channel = grpc.insecure_channel(self.tel_address)
+        self.ms_channel = open_channel(ms_address)
+        self.ms = stubs(self.ms_channel, "modulestore")
+        self.channel = open_channel(self.tel_address)
         self.tel = telemetry_service_pb2_grpc.TelemetryServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
-        self.raw_channel = grpc.insecure_channel(self.raw.address)
+        self.raw_channel = open_channel(self.raw.address)
         self.run = f"run-{uuid.uuid4().hex[:12]}"
 
     def close(self) -> None:
@@ -414,7 +414,7 @@ class TelemetryBench:
 
         async def produce() -> None:
             async with grpc.aio.insecure_channel(self.ms_address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+                stub = stubs(ch, "modulestore")
 
                 async def caller(i: int) -> None:
                     for j in range(i, count - 1, callers):
@@ -458,7 +458,7 @@ class TelemetryBench:
         async def main() -> list[float]:
             channels = [grpc.aio.insecure_channel(self.tel_address) for _ in range(10)]
             ms_channel = grpc.aio.insecure_channel(self.ms_address)
-            ms_stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ms_channel)
+            ms_stub = stubs(ms_channel, "modulestore")
             arrivals: dict[str, list[float]] = {}
             everyone: dict[str, asyncio.Event] = {}
             texts = ["fan-out ready", *(f"fan-out {i}" for i in range(writes))]

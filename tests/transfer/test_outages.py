@@ -18,7 +18,6 @@ import pytest
 
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
@@ -29,6 +28,8 @@ from tests.harness import (
     ServiceProcess,
     drop_database,
     new_database_url,
+    open_channel,
+    service_config,
 )
 from tests.registry.builders import create_run, full_profile, open_instance
 from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
@@ -90,9 +91,8 @@ class Cluster:
     def transfer_in_process(self) -> str:
         self.urls.setdefault("transfer", new_database_url(self.backend, "transfer", self.directory))
         self.loop = LoopThread()
-        config = ServiceConfig(
-            service="transfer",
-            log_level="warning",
+        config = service_config(
+            "transfer",
             database_url=self.urls["transfer"],
             registry_address=self.address("registry"),
             modulestore_address=self.address("modulestore"),
@@ -101,7 +101,7 @@ class Cluster:
         return self.in_process.address
 
     def stub(self, kind: Any, address: str) -> Any:
-        channel = grpc.insecure_channel(address)
+        channel = open_channel(address)
         self.channels.append(channel)
         return kind(channel)
 
@@ -227,7 +227,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
         request_id="forward", run_id=run.run_id, agent_id=planner.agent_id, profile="coder"
     )
     doomed = cluster.transfer_process(crash_after=3)
-    with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
+    with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
         TransferServiceStub(channel).Exec(request, timeout=30)
     doomed.proc.wait(15)
     assert instance_ids(registry, run.run_id) == [planner.agent_id]  # handed over, not yet visible

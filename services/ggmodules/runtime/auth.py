@@ -60,14 +60,15 @@ _REG_IN = "/ggmodules.internal.v1.RegistryInternalService/"
 _OUTBOX = "/ggmodules.internal.v1.OutboxService/"
 
 RULES: Mapping[str, Rule] = {
-    # Registry: runs are an operator's; instances are opened by an operator, spawned and forked by an agent.
+    # Registry: runs are an operator's; instances are opened by an operator, spawned and forked by an agent
+    # (as itself) or by the run's operator.
     _REG + "CreateRun": Rule(OPERATOR, run_field=""),
     _REG + "GetRun": Rule(READERS),
     _REG + "ListRuns": Rule(READERS - SERVICE, run_field="", unscoped_ok=True),
     _REG + "FinishRun": Rule(OPERATOR),
     _REG + "OpenInstance": Rule(OPERATOR),
-    _REG + "SpawnSubagent": Rule(AGENT, agent_field="parent_agent_id"),
-    _REG + "ForkInstance": Rule(AGENT, agent_field="agent_id"),
+    _REG + "SpawnSubagent": Rule(AGENT | OPERATOR, agent_field="parent_agent_id"),
+    _REG + "ForkInstance": Rule(AGENT | OPERATOR, agent_field="agent_id"),
     _REG + "GetInstance": Rule(READERS),
     _REG + "ListInstances": Rule(READERS),
     # ModuleStore: an agent writes, reads its prompt and calls tools as itself; reads are open to the run.
