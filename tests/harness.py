@@ -124,7 +124,9 @@ class TestWallet(Wallet):
                 self.add_agent(request.run_id, request.successor_agent_id,
                                CREDENTIALS.signer.agent(request.run_id, request.successor_agent_id))
             return CREDENTIALS.service
-        return self.pick(full_method.rsplit("/", 1)[-1], request) if not isinstance(request, bytes) else self.operator
+        if isinstance(request, bytes):
+            return self.operator
+        return self.pick(full_method.rsplit("/", 1)[-1], request)
 
 
 WALLET = TestWallet(CREDENTIALS.operator)

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
 
 import grpc
 
@@ -19,6 +20,8 @@ from ggmodules.cli.console_text import render
 from ggmodules.core.console import ConsoleModel
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import DEFAULT_PORTS
+from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 from ggmodules.wire.console import events_from
@@ -49,12 +52,23 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("--once", action="store_true", help="print the views once caught up, then exit")
     parser.add_argument("--telemetry-address")
     parser.add_argument("--heartbeat-ms", type=int, default=250)
+    parser.add_argument("--credential", help="an operator or the run's observer credential (default: "
+                        "GGMODULES_OPERATOR_CREDENTIAL, else var/auth/operator.jwt)")
+    parser.add_argument("--tls-ca-file", help="the CA of the services' certificates (default: var/tls/ca.crt "
+                        "when it exists)")
     args = parser.parse_args(list(argv))
     address = telemetry_address(args.telemetry_address, os.environ)
-    with grpc.insecure_channel(address, options=list(MESSAGE_LIMITS)) as channel:
+    config = ClientConfig.from_env()
+    credential = args.credential if args.credential is not None else config.operator_credential
+    ca = args.tls_ca_file if args.tls_ca_file is not None else config.tls_ca_file
+    tls = replace(config, tls_ca_file=ca).channel_credentials()
+    options = list(MESSAGE_LIMITS)
+    channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
+               else grpc.insecure_channel(address, options=options))
+    with channel:
         stub = pb_grpc.TelemetryServiceStub(channel)
         request = pb.SubscribeRequest(run_id=args.run_id, heartbeat_ms=args.heartbeat_ms)
-        stream = stub.Subscribe(request)
+        stream = stub.Subscribe(request, metadata=bearer(credential))
         model, shown = ConsoleModel(), -1
         try:
             for current in follow(stream, model):

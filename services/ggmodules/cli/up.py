@@ -14,8 +14,11 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from ggmodules.cli.dev_keys import ensure_dev_keys
 from ggmodules.runtime.config import DEFAULT_PORTS
+from ggmodules.runtime.security import INSECURE_WARNING
 
 # In start order: a service may call the ones before it.
 ORDER = ("modulestore", "registry", "transfer", "telemetry")
@@ -49,8 +52,16 @@ def _start(name: str, port: int, env: dict[str, str]) -> Child:
 def up(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="ggmodules up", description=__doc__)
     parser.add_argument("--database-url", help="one database for every service (default: a SQLite file each)")
+    parser.add_argument("--insecure-dev", action="store_true",
+                        help="no credentials and no TLS: for local experiments only")
     args = parser.parse_args(list(argv))
     env = dict(os.environ)
+    if args.insecure_dev:
+        env["GGMODULES_INSECURE_DEV"] = "1"
+        print(f"ggmodules: {INSECURE_WARNING}", file=sys.stderr, flush=True)
+    else:
+        for path in ensure_dev_keys(Path("var")):
+            print(f"ggmodules: made {path}", flush=True)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
     for name in ORDER:
@@ -70,6 +81,15 @@ def up(argv: Sequence[str]) -> int:
             print("ggmodules is up:")
             for child in children:
                 print(f"  {child.name:<12} {child.address}")
+            if not args.insecure_dev:
+                print(
+                    "Auth and TLS are on. The SDK and the console read var/auth/operator.jwt and\n"
+                    "var/tls/ca.crt "
+                    "from this directory; elsewhere set GGMODULES_OPERATOR_CREDENTIAL_FILE and\n"
+                    "GGMODULES_TLS_CA_FILE (grpcurl: -cacert var/tls/ca.crt -H \"authorization: Bearer $(cat "
+                    "var/auth/operator.jwt)\").",
+                    flush=True,
+                )
             print(
                 "Try it: README.md has an SDK session to paste. Watch a run in the console:\n"
                 "  .venv/bin/ggmodules console RUN_ID          (live; add --once to print and exit)\n"
