@@ -140,7 +140,7 @@ function callOnce(client, name, req, meta, deadline) {
  * retried within its deadline: reads are safe to repeat, and a mutation is retried with the same request id, so
  * it applies once.
  */
-function wrapService(client, serviceDef, { deadlineMs, retries }) {
+function wrapService(client, serviceDef, { deadlineMs, retries, wallet }) {
   const wrappers = {};
   for (const [name, methodDef] of Object.entries(serviceDef)) {
     if (methodDef.requestStream || methodDef.responseStream) continue;
@@ -150,10 +150,14 @@ function wrapService(client, serviceDef, { deadlineMs, retries }) {
       if (mutation && !req.request_id) req.request_id = options.requestId ?? randomUUID();
       const meta = new grpc.Metadata();
       meta.set(REQUEST_ID_HEADER, mutation ? req.request_id : randomUUID());
+      const credential = wallet.pick(name, req);
+      if (credential) meta.set("authorization", `Bearer ${credential}`);
       const deadline = new Date(Date.now() + (options.deadlineMs ?? deadlineMs));
       for (let attempt = 0; ; attempt += 1) {
         try {
-          return await callOnce(client, name, req, meta, deadline);
+          const response = await callOnce(client, name, req, meta, deadline);
+          wallet.learn(name, response);
+          return response;
         } catch (err) {
           const backoffMs = 50 * 2 ** attempt;
           const again = RETRIED.has(err?.code) && attempt < retries;
@@ -173,8 +177,34 @@ function wrapService(client, serviceDef, { deadlineMs, retries }) {
  * RPC, named in lowerCamelCase (`registry.openInstance`, `modulestore.write`, ...). `deadlineMs` bounds each
  * call, retries included; `retries` is how many times a call answered UNAVAILABLE or ABORTED is tried again.
  */
-export function connect({ registry, modulestore, deadlineMs = 10_000, retries = 3, credentials } = {}) {
+/**
+ * The credentials a connection holds (R50): `token` (an operator credential) for calls not made as an agent,
+ * and each agent's credential, kept from the answers that mint agents (OpenInstance, SpawnSubagent,
+ * ForkInstance: `credential`; Transition, Exec: `successor_credential`). A call whose request names an acting
+ * agent (`agent_id`, or `parent_agent_id` for SpawnSubagent) carries that agent's credential, else `token`.
+ */
+function makeWallet(token) {
+  const agents = new Map();
+  const runs = new Map();
+  const key = (run, agent) => `${run}\u0000${agent}`;
+  return {
+    pick(method, req) {
+      const acting = method === "SpawnSubagent" ? req.parent_agent_id : req.agent_id;
+      return agents.get(key(req.run_id, acting)) ?? token ?? runs.get(req.run_id) ?? "";
+    },
+    learn(method, res) {
+      if (method === "CreateRun" && res?.operator_credential) runs.set(res.run.run_id, res.operator_credential);
+      if (res?.credential && res.instance) agents.set(key(res.instance.run_id, res.instance.agent_id), res.credential);
+      if (res?.successor_credential && res.transfer) {
+        agents.set(key(res.transfer.run_id, res.transfer.successor_agent_id), res.successor_credential);
+      }
+    },
+  };
+}
+
+export function connect({ registry, modulestore, deadlineMs = 10_000, retries = 3, credentials, token } = {}) {
   const creds = credentials ?? grpc.credentials.createInsecure();
+  const wallet = makeWallet(token);
   const addresses = { registry, modulestore };
   const clients = [];
   const out = {
@@ -189,7 +219,7 @@ export function connect({ registry, modulestore, deadlineMs = 10_000, retries = 
     const Client = grpc.makeGenericClientConstructor(serviceDef, spec.name.split(".").pop());
     const client = new Client(addresses[key], creds);
     clients.push(client);
-    out[key] = wrapService(client, serviceDef, { deadlineMs, retries });
+    out[key] = wrapService(client, serviceDef, { deadlineMs, retries, wallet });
   }
   return out;
 }

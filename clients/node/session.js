@@ -8,7 +8,10 @@
 //
 // Exits 0 when every step did what it should (the last one being refused), 1 otherwise.
 
+import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
+
+import * as grpc from "@grpc/grpc-js";
 
 import { connect } from "./index.js";
 
@@ -111,7 +114,9 @@ async function session(client) {
   return false;
 }
 
-const USAGE = "usage: node session.js --registry HOST:PORT --modulestore HOST:PORT [--deadline-ms N]";
+const USAGE =
+  "usage: node session.js --registry HOST:PORT --modulestore HOST:PORT [--deadline-ms N]\n" +
+  "  [--token-file var/auth/operator.jwt] [--ca-file var/tls/ca.crt]  (both read by default when they exist)";
 
 function parseOptions() {
   try {
@@ -120,6 +125,8 @@ function parseOptions() {
         registry: { type: "string" },
         modulestore: { type: "string" },
         "deadline-ms": { type: "string", default: "10000" },
+        "token-file": { type: "string", default: "var/auth/operator.jwt" },
+        "ca-file": { type: "string", default: "var/tls/ca.crt" },
       },
     });
     const deadlineMs = Number(values["deadline-ms"]);
@@ -136,10 +143,17 @@ async function main() {
     process.stderr.write(`${USAGE}\n`);
     return 2;
   }
+  const read = (path) => (path && existsSync(path) ? readFileSync(path) : null);
+  // The environment wins (as in the Python SDK): GGMODULES_OPERATOR_CREDENTIAL, GGMODULES_TLS_CA_FILE ("" = plaintext).
+  const env = process.env;
+  const token = env.GGMODULES_OPERATOR_CREDENTIAL ?? read(values["token-file"])?.toString().trim();
+  const ca = read(env.GGMODULES_TLS_CA_FILE ?? values["ca-file"]);
   const client = connect({
     registry: values.registry,
     modulestore: values.modulestore,
     deadlineMs: values.deadlineMs,
+    token,
+    credentials: ca ? grpc.credentials.createSsl(ca) : undefined,
   });
   try {
     return (await session(client)) ? 0 : 1;
