@@ -42,7 +42,7 @@ NUL = "\x00"
 
 class Stubs:
     def __init__(self, suite: Suite) -> None:
-        self.registry = stubs(suite.channel(suite.registry.address), "registry")
+        self.registry = service_stubs(suite.channel(suite.registry.address), "registry")
         self.modulestore = service_stubs(suite.channel(suite.modulestore.address), "modulestore")
         self.transfer = tr_grpc.TransferServiceStub(suite.channel(suite.transfer.address))
         self.telemetry = tel_grpc.TelemetryServiceStub(suite.channel(suite.telemetry.address))

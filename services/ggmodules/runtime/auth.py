@@ -49,6 +49,8 @@ class Rule:
     # only a credential for every run may ask (`unscoped_ok`: the answer is filtered to the caller's run).
     run_field: str = "run_id"
     unscoped_ok: bool = False
+    # Only a credential for every run (an operator's from `ggmodules up`): making a new run.
+    every_run_only: bool = False
 
 
 _MS = "/ggmodules.modulestore.v1.ModuleStoreService/"
@@ -62,7 +64,7 @@ _OUTBOX = "/ggmodules.internal.v1.OutboxService/"
 RULES: Mapping[str, Rule] = {
     # Registry: runs are an operator's; instances are opened by an operator, spawned and forked by an agent
     # (as itself) or by the run's operator.
-    _REG + "CreateRun": Rule(OPERATOR, run_field=""),
+    _REG + "CreateRun": Rule(OPERATOR, run_field="", every_run_only=True),
     _REG + "GetRun": Rule(READERS),
     _REG + "ListRuns": Rule(READERS - SERVICE, run_field="", unscoped_ok=True),
     _REG + "FinishRun": Rule(OPERATOR),
@@ -149,6 +151,13 @@ class Guard:
                 f"{_names(rule.roles)}",
                 reason=Reason.ROLE_NOT_PERMITTED,
                 metadata={"method": name, "role": who.role.value, "allowed": _names(rule.roles)},
+            )
+        if rule.every_run_only and not who.every_run:
+            raise PermissionDenied(
+                f"this credential opens run {who.run_id} only; {name} needs an operator credential for every "
+                "run (var/auth/operator.jwt from `ggmodules up`)",
+                reason=Reason.WRONG_RUN,
+                metadata={"method": name, "credential_run_id": who.run_id},
             )
         if rule.run_field and not who.every_run:
             run_id = getattr(request, rule.run_field, "")
