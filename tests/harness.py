@@ -186,6 +186,33 @@ def open_channel(address: str, credential: str = AUTO) -> grpc.Channel:
     return grpc.intercept_channel(channel, _Credential(credential))
 
 
+class _AioCredential(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """`_Credential` for asyncio channels (the credential only; AUTO picks from the WALLET)."""
+
+    def __init__(self, credential: str) -> None:
+        self._credential = credential
+
+    def _details(self, details: Any, request: Any) -> Any:
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        credential = (WALLET.credential_for(method, request) if self._credential == AUTO
+                      else self._credential)
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), *bearer(credential))
+        return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
+                                          details.wait_for_ready)
+
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+
+def open_aio_channel(address: str, credential: str = AUTO) -> grpc.aio.Channel:
+    """`open_channel` for asyncio (open it inside the loop that uses it)."""
+    return grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS),
+                                     interceptors=[_AioCredential(credential)])
+
+
 class Stubs:
     """One object with every RPC a service serves, public and internal: `stubs(channel, "registry")`."""
 
