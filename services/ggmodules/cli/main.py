@@ -4,7 +4,8 @@ ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this
 ggmodules registry    [--port N] [--modulestore-address A]  ...
 ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A] ...
 ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
-ggmodules up                                                 every service, each its own process
+ggmodules up [--insecure-dev]                                every service, each its own process (auth and
+                                                             TLS on, keys made under ./var/ on first start)
 ggmodules console RUN_ID [--once] [--telemetry-address A]   the Instances, Modules and Agents views of a run
 """
 
@@ -19,6 +20,7 @@ import structlog
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
+from ggmodules.runtime.security import SecurityConfigError
 from ggmodules.runtime.server import serve_forever
 
 # service name -> module with `build_service(config, log) -> Service`
@@ -35,7 +37,11 @@ def run_service(name: str, argv: Sequence[str]) -> None:
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)
     build = importlib.import_module(SERVICES[name]).build_service
-    asyncio.run(serve_forever(build(config, log), config.host, config.port, config.grace_seconds, log))
+    try:
+        service = build(config, log)
+    except SecurityConfigError as err:
+        sys.exit(f"ggmodules {name}: {err}")
+    asyncio.run(serve_forever(service, config.host, config.port, config.grace_seconds, log))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
