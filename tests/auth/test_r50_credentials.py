@@ -400,3 +400,27 @@ def test_r50_every_rpc_with_every_kind_of_credential(suite: Suite) -> None:
             elif got != want:
                 wrong.append(f"{rpc.method} x {column}: {want} expected, got {got}")
     assert not wrong, "\n".join(wrong)
+
+
+def test_r50_the_sdk_keeps_the_credentials_its_answers_carry(suite: Suite) -> None:
+    """A runtime holding only an operator credential opens, forks and hands on agents and writes as each;
+    the credential of an agent opened elsewhere is added by hand."""
+    from ggmodules.sdk import Client, Profile, RoleNotPermittedError
+    from ggmodules.sdk.config import ClientConfig
+
+    config = ClientConfig(operator_credential=CREDENTIALS.operator)
+    with Client(suite.registry.address, suite.modulestore.address, suite.transfer.address, config=config) as gg:
+        run = gg.create_run("sdk", [Profile("planner", tasks=True), Profile("coder", tasks=True)])
+        planner = gg.open_instance(run.id, "planner")
+        planner.tasks.create("one")
+        copy = planner.fork()
+        copy.tasks.create("two")
+        coder = planner.exec("coder").successor
+        coder.tasks.create("three")
+        with Client(suite.registry.address, suite.modulestore.address, config=config) as other:
+            stranger = other.agent(run.id, copy.id)
+            with pytest.raises(RoleNotPermittedError):  # no credential for it: the operator's is sent
+                stranger.tasks.create("four")
+            other.add_credential(run.id, copy.id, CREDENTIALS.signer.agent(run.id, copy.id))
+            stranger.tasks.create("four")
+        assert [t.title for t in copy.tasks.contents().tasks] == ["one", "two", "four"]

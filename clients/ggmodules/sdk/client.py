@@ -56,6 +56,12 @@ class _Client(Bound[M]):
     exec = transfers(tr.exec_profile)
     get_transfer = transfers(tr.get_transfer)
 
+    def add_credential(self, run_id: str, agent_id: str, credential: str) -> None:
+        """Holds an agent's credential received elsewhere (e.g. from another process that opened it), so
+        `agent(run_id, agent_id)` writes as that agent. Credentials in this client's own answers are kept
+        without this."""
+        self._transport.wallet.add_agent(run_id, agent_id, credential)
+
 
 class Client(_Client[Sync]):
     """Sync client. Addresses default to `ggmodules up`'s; every call has the config's deadline."""
