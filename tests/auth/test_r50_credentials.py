@@ -409,7 +409,8 @@ def test_r50_the_sdk_keeps_the_credentials_its_answers_carry(suite: Suite) -> No
     from ggmodules.sdk.config import ClientConfig
 
     config = ClientConfig(operator_credential=CREDENTIALS.operator)
-    with Client(suite.registry.address, suite.modulestore.address, suite.transfer.address, config=config) as gg:
+    addresses = (suite.registry.address, suite.modulestore.address, suite.transfer.address)
+    with Client(*addresses, config=config) as gg:
         run = gg.create_run("sdk", [Profile("planner", tasks=True), Profile("coder", tasks=True)])
         planner = gg.open_instance(run.id, "planner")
         planner.tasks.create("one")
