@@ -19,7 +19,6 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from tests.harness import (
@@ -113,7 +112,7 @@ class Rig:
 
     def channel(self, address: str) -> grpc.Channel:
         if address not in self._channels:
-            self._channels[address] = open_channel(address, options=list(MESSAGE_LIMITS))
+            self._channels[address] = open_channel(address)
         return self._channels[address]
 
     @property
