@@ -16,7 +16,6 @@ from typing import Any
 import grpc
 import pytest
 
-from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
@@ -30,6 +29,7 @@ from tests.harness import (
     new_database_url,
     open_channel,
     service_config,
+    stubs,
 )
 from tests.registry.builders import create_run, full_profile, open_instance
 from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
@@ -167,7 +167,7 @@ def _exactly_once(modulestore: Any, registry: Any, run_id: str, planner: Any, do
 
 def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(cluster: Cluster) -> None:
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     transfer = cluster.stub(TransferServiceStub, cluster.transfer_in_process())
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
@@ -195,7 +195,7 @@ def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(clus
 
 def test_registry_unreachable_at_the_start_then_a_retry_completes(cluster: Cluster) -> None:
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     transfer = cluster.stub(TransferServiceStub, cluster.transfer_in_process())
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
@@ -219,7 +219,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
     """Handed over (step 3), then Transfer dies and Registry is away: the restarted Transfer answers
     UNAVAILABLE, and completes the transfer (never undoes it) once Registry returns."""
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
     since = head(modulestore)
