@@ -105,8 +105,17 @@ class Signer:
         self._key = key
         self._ttl = ttl_seconds
 
-    def mint(self, role: Role, run_id: str, subject: str, ttl_seconds: int | None = None) -> str:
-        now = int(time.time())
+    def mint(
+        self,
+        role: Role,
+        run_id: str,
+        subject: str,
+        ttl_seconds: int | None = None,
+        issued_at: int | None = None,
+    ) -> str:
+        """`issued_at` (default now) makes minting repeatable: Ed25519 signatures are deterministic, so the
+        same claims give the same credential, and a retried call (R49) is answered exactly as the first."""
+        now = int(time.time()) if issued_at is None else issued_at
         claims = {
             "iss": ISSUER,
             "role": role.value,
@@ -117,14 +126,16 @@ class Signer:
         }
         return jwt.encode(claims, self._key, algorithm=ALGORITHM)
 
-    def agent(self, run_id: str, agent_id: str) -> str:
-        return self.mint(Role.AGENT, run_id, agent_id)
+    def agent(self, run_id: str, agent_id: str, issued_at: int | None = None) -> str:
+        return self.mint(Role.AGENT, run_id, agent_id, issued_at=issued_at)
 
-    def operator(self, run_id: str = ANY_RUN, ttl_seconds: int | None = None) -> str:
-        return self.mint(Role.OPERATOR, run_id, "operator", ttl_seconds)
+    def operator(
+        self, run_id: str = ANY_RUN, ttl_seconds: int | None = None, issued_at: int | None = None
+    ) -> str:
+        return self.mint(Role.OPERATOR, run_id, "operator", ttl_seconds, issued_at)
 
-    def observer(self, run_id: str) -> str:
-        return self.mint(Role.OBSERVER, run_id, "observer")
+    def observer(self, run_id: str, issued_at: int | None = None) -> str:
+        return self.mint(Role.OBSERVER, run_id, "observer", issued_at=issued_at)
 
     def service(self, name: str, ttl_seconds: int = LONG_TTL_SECONDS) -> str:
         return self.mint(Role.SERVICE, ANY_RUN, name, ttl_seconds)

@@ -1,8 +1,9 @@
 """RegistryService over gRPC: thin. Each handler names the caller, calls the operation and returns its answer;
 refusals are raised as DomainError and mapped to statuses by the call interceptor.
 
-Credentials (R50) are minted here, on the answers that make an agent or a run, and never recorded: a retry
-under the same request id gets the recorded answer with a fresh credential for the same agent or run.
+Credentials (R50) are minted here, on the answers that make an agent or a run, and never recorded: they are
+issued as of the agent's or run's creation, so a retry under the same request id (R49) gets the same answer,
+credential included (Ed25519 signatures are deterministic).
 A run's end reaches ModuleStore (EndRun) before Registry records it, so no write lands after an answer
 that says the run ended."""
 
@@ -40,8 +41,9 @@ class RegistryServicer(registry_service_pb2_grpc.RegistryServiceServicer):
     async def CreateRun(self, request: pb.CreateRunRequest, ctx: Context) -> pb.CreateRunResponse:
         response = await asyncio.to_thread(self._runs.create, request, caller_of(ctx))
         if self._signer is not None:
-            response.operator_credential = self._signer.operator(response.run.run_id)
-            response.observer_credential = self._signer.observer(response.run.run_id)
+            run, issued = response.run.run_id, response.run.create_time.seconds
+            response.operator_credential = self._signer.operator(run, issued_at=issued)
+            response.observer_credential = self._signer.observer(run, issued_at=issued)
         return response
 
     async def GetRun(self, request: pb.GetRunRequest, ctx: Context) -> pb.GetRunResponse:
@@ -71,9 +73,7 @@ class RegistryServicer(registry_service_pb2_grpc.RegistryServiceServicer):
         return await asyncio.to_thread(self._instances.list, request, caller_of(ctx))
 
     def _credited(self, response: Opened) -> Opened:
-        if self._signer is not None:
-            response.credential = self._signer.agent(response.instance.run_id, response.instance.agent_id)
-        return response
+        return _with_credential(self._signer, response)
 
 
 class RegistryInternalServicer(internal_grpc.RegistryInternalServiceServicer):
@@ -96,9 +96,7 @@ class RegistryInternalServicer(internal_grpc.RegistryInternalServiceServicer):
         self, request: pb.CompleteSuccessorRequest, ctx: Context
     ) -> pb.CompleteSuccessorResponse:
         response = await asyncio.to_thread(self._successors.complete, request, caller_of(ctx))
-        if self._signer is not None:
-            response.credential = self._signer.agent(response.instance.run_id, response.instance.agent_id)
-        return response
+        return _with_credential(self._signer, response)
 
     async def ReleaseSuccessor(
         self, request: pb.ReleaseSuccessorRequest, ctx: Context
@@ -109,6 +107,17 @@ class RegistryInternalServicer(internal_grpc.RegistryInternalServiceServicer):
         caller = caller_of(ctx)
         await end_in_modulestore(self._runs, self._binder, request.run_id, RunStatus.INTERNAL_ERROR)
         return await asyncio.to_thread(self._runs.fail, request, caller)
+
+
+Credited = TypeVar("Credited", pb.OpenInstanceResponse, pb.SpawnSubagentResponse, pb.ForkInstanceResponse,
+                   pb.CompleteSuccessorResponse)
+
+
+def _with_credential(signer: Signer | None, response: Credited) -> Credited:
+    if signer is not None:
+        instance = response.instance
+        response.credential = signer.agent(instance.run_id, instance.agent_id, instance.create_time.seconds)
+    return response
 
 
 async def end_in_modulestore(runs: Runs, binder: ModuleStoreBinder, run_id: str, status: RunStatus) -> None:
