@@ -186,8 +186,9 @@ def open_channel(address: str, credential: str = AUTO) -> grpc.Channel:
     return grpc.intercept_channel(channel, _Credential(credential))
 
 
-class _AioCredential(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
-    """`_Credential` for asyncio channels (the credential only; AUTO picks from the WALLET)."""
+class _AioCredential:
+    """`_Credential` for asyncio channels (the credential only; AUTO picks from the WALLET). grpc.aio files an
+    interceptor under one kind only, so each kind gets its own class below."""
 
     def __init__(self, credential: str) -> None:
         self._credential = credential
@@ -200,17 +201,22 @@ class _AioCredential(grpc.aio.UnaryUnaryClientInterceptor, grpc.aio.UnaryStreamC
         return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
                                           details.wait_for_ready)
 
+
+
+class _AioUnaryCredential(_AioCredential, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details, request), request)
 
+
+class _AioStreamCredential(_AioCredential, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
     async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
         return await continuation(self._details(details, request), request)
 
 
 def open_aio_channel(address: str, credential: str = AUTO) -> grpc.aio.Channel:
     """`open_channel` for asyncio (open it inside the loop that uses it)."""
-    return grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS),
-                                     interceptors=[_AioCredential(credential)])
+    interceptors = [_AioUnaryCredential(credential), _AioStreamCredential(credential)]
+    return grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS), interceptors=interceptors)
 
 
 class Stubs:
