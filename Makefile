@@ -4,33 +4,38 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 BUF    := .tools/node_modules/.bin/buf
 STAMP  := $(VENV)/.installed
-NODE_CLIENT := clients/node/node_modules/.installed
+TS_CLIENT := clients/typescript/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
 
-.PHONY: setup gen gen-into check-gen lint test run bench clean breaking
+CHROMIUM := /usr/bin/chromium
+SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
 
-setup: $(STAMP) $(BUF) $(NODE_CLIENT)
+.PHONY: setup gen gen-into check-gen lint test run bench clean breaking contract release-contract chromium screenshots
+
+setup: $(STAMP) $(BUF) $(TS_CLIENT)
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev,examples]'
 	touch $(STAMP)
 
 $(BUF): .tools/package.json
 	cd .tools && npm install --no-audit --no-fund --silent
 	touch $(BUF)
 
-# The Node.js client loads the protos at run time; its packages come from the npm registry.
-$(NODE_CLIENT): clients/node/package.json
-	cd clients/node && npm install --no-audit --no-fund --ignore-scripts --silent
-	touch $(NODE_CLIENT)
+# The TypeScript client's packages (protobuf-es, Connect for Node, protoc-gen-es, tsc), as locked.
+$(TS_CLIENT): clients/typescript/package.json clients/typescript/package-lock.json
+	cd clients/typescript && npm ci --no-audit --no-fund --ignore-scripts --silent
+	touch $(TS_CLIENT)
 
-# Regenerates the Python code beside each .proto (proto path = Python import path).
-gen: $(STAMP)
+# Regenerates the Python code beside each .proto (proto path = Python import path), and the TypeScript
+# client's code (clients/typescript/src/gen, `buf generate` with buf.gen.yaml).
+gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	find protos -name '*_pb2*.py*' -delete
 	$(MAKE) --no-print-directory gen-into OUT=protos
+	$(BUF) generate
 
 gen-into:
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
@@ -38,16 +43,31 @@ gen-into:
 	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
 	  --grpc_python_out=$(OUT) --mypy_grpc_out=quiet:$(OUT) $(SERVICE_PROTOS)
 
-# Fails when the generated code in the tree differs from what `make gen` would write.
-check-gen: $(STAMP)
+# Fails when the generated code in the tree (Python and TypeScript) differs from what `make gen` would write.
+check-gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	@out=$$(mktemp -d); $(MAKE) --no-print-directory -s gen-into OUT=$$out >/dev/null; \
-	  diff -r -q -x '*.proto' -x '__pycache__' protos $$out; stale=$$?; rm -rf $$out; \
+	  diff -r -q -x '*.proto' -x '__pycache__' -x released.binpb -x service_config.json protos $$out; stale=$$?; rm -rf $$out; \
 	  test $$stale = 0 || { echo 'generated code is stale: run make gen and commit'; exit 1; }
+	@out=$$(mktemp -d); sed "s|out: clients/typescript/src/gen|out: $$out|" buf.gen.yaml > $$out.yaml; \
+	  $(BUF) generate --template $$out.yaml; diff -r -q clients/typescript/src/gen $$out; stale=$$?; \
+	  rm -rf $$out $$out.yaml; \
+	  test $$stale = 0 || { echo 'generated TypeScript is stale: run make gen and commit'; exit 1; }
 
-lint: setup check-gen
+lint: setup check-gen contract
 	$(BUF) lint
-	$(VENV)/bin/ruff check services clients tests
-	$(VENV)/bin/mypy services clients
+	$(VENV)/bin/ruff check services clients tests examples
+	$(VENV)/bin/mypy services clients examples
+
+# The contract gate: the protos may not break the released contract, a committed image of it
+# (protos/released.binpb; rules FILE, buf.yaml). Run by `make lint`, hence by .ci/run.
+contract: setup
+	$(BUF) breaking --against protos/released.binpb
+
+# Deliberately moves the released contract to the protos as they are now. Run it in the same commit as
+# a documented break (README, "The contract gate"), or at a release so later changes are judged
+# against what was released; never just to turn `make contract` green.
+release-contract: setup
+	$(BUF) build --exclude-source-info -o protos/released.binpb
 
 # Against main's contracts once they have landed (run from a branch).
 breaking: setup
@@ -55,8 +75,17 @@ breaking: setup
 
 # PostgreSQL too when GGMODULES_TEST_POSTGRES_URL is set or a local server answers at 127.0.0.1:5432
 # (tests/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.
-test: setup
+test: setup chromium
 	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.find_postgres)" $(VENV)/bin/pytest -q
+
+# The web console's browser tests drive Debian's chromium through playwright (never a downloaded browser).
+chromium:
+	@test -x $(CHROMIUM) || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+
+# Re-takes the web console's screenshots shown in README.md (services/ggmodules/web/screenshots/).
+screenshots: setup chromium
+	GGMODULES_UPDATE_SCREENSHOTS=1 $(VENV)/bin/pytest -q tests/web -k readme_fsm_run
 
 run: setup
 	$(VENV)/bin/ggmodules up
@@ -65,4 +94,5 @@ bench: setup
 	$(PY) -m tests.bench.run
 
 clean:
-	rm -rf $(VENV) .tools/node_modules clients/node/node_modules var .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) .tools/node_modules clients/typescript/node_modules clients/typescript/dist var \
+	  .pytest_cache .mypy_cache .ruff_cache

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +12,10 @@ from tests.harness import BACKENDS, Suite, stubs
 
 # In-process services log like their processes do, but only what a failing test needs.
 configure_logging("warning")
+# Many tests read ModuleStore's outbox from its start as the record of what happened: the services they
+# start keep it whole (a margin no test reaches). Pruning is proven where a test sets its own margin
+# (tests/telemetry/test_pruning.py) and measured by `make bench`.
+os.environ.setdefault("GGMODULES_OUTBOX_PRUNE_MARGIN", str(10**12))
 
 
 @pytest.fixture(scope="session", params=BACKENDS)

@@ -54,6 +54,7 @@ from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.credentials import Signer, new_signing_key, write_key_pair
+from ggmodules.runtime.observability import Observe
 from ggmodules.runtime.server import RunningServer, start_server
 from ggmodules.sdk.credentials import Wallet, bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
@@ -293,14 +294,14 @@ def _admin(server_url: str, statement: str) -> None:
 class InProcessService:
     """One real service on port 0 inside the test process."""
 
-    def __init__(self, loop: LoopThread, config: ServiceConfig) -> None:
+    def __init__(self, loop: LoopThread, config: ServiceConfig, observe: Observe | None = None) -> None:
         self.loop = loop
         self.config = config
         log = structlog.get_logger().bind(service=config.service)
         build = importlib.import_module(SERVICES[config.service]).build_service
 
         async def _start() -> RunningServer:
-            return await start_server(build(config, log), config.host, 0, log)
+            return await start_server(build(config, log), config.host, 0, log, observe)
 
         self.running = loop.run(_start())
         self.address = self.running.address
@@ -319,6 +320,7 @@ class InProcessTelemetry:
         config: ServiceConfig,
         retention: Retention | None = None,
         recent_bytes: int | None = None,
+        observe: Observe | None = None,
     ) -> None:
         self.loop = loop
         build = importlib.import_module("ggmodules.server.telemetry.app").build_service
@@ -326,7 +328,7 @@ class InProcessTelemetry:
 
         async def _start() -> RunningServer:
             service = build(config, log, retention=retention, recent_bytes=recent_bytes)
-            return await start_server(service, config.host, 0, log)
+            return await start_server(service, config.host, 0, log, observe)
 
         self.running = loop.run(_start())
         self.address = self.running.address

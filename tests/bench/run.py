@@ -4,9 +4,9 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `archive`, `auth`) prints one section. Every service runs with auth on (the
-harness's keys); `auth` sets append through the credential check beside append on a --insecure-dev
-ModuleStore.
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
+append on a --insecure-dev ModuleStore.
 """
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, m
 from ggmodules.sdk import Client, Memories, Profile
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bench import archive_search
+from tests.bench import archive_search, growth
 from tests.bench.raw_stream import stream_stub
 from tests.harness import (
     ROOT,
@@ -330,7 +330,14 @@ class TelemetryBench:
     """ModuleStore, Registry and Telemetry as three processes on one backend (Telemetry following the other
     two), and the raw stream server as a fourth. Every subscriber reads one agent's stream."""
 
-    def __init__(self, directory: Path, quick: bool, backend: str = "sqlite", postgres_url: str = "") -> None:
+    def __init__(
+        self,
+        directory: Path,
+        quick: bool,
+        backend: str = "sqlite",
+        postgres_url: str = "",
+        event_log: str = "",
+    ) -> None:
         self.quick = quick
         services = ("modulestore", "registry", "telemetry")
         quiet = ("--log-level", os.environ.get("GGMODULES_BENCH_LOG_LEVEL", "warning"))
@@ -348,7 +355,8 @@ class TelemetryBench:
                                              "--modulestore-address", ms_address, *quiet))
             self.procs.append(ServiceProcess("telemetry", "--database-url", self.urls[2],
                                              "--modulestore-address", ms_address,
-                                             "--registry-address", self.procs[1].address, *quiet))
+                                             "--registry-address", self.procs[1].address, *quiet,
+                                             *(("--event-log", event_log) if event_log else ())))
             self.raw = RawStreamProcess()
         except Exception:
             self.close()
@@ -605,6 +613,30 @@ def auth_figures(directory: Path, quick: bool) -> None:
     print(f"  history append, auth off (--insecure-dev)       p50 {p50['off']:8.0f}")
     verdict = "met" if added <= 10 else "MISSED"
     print(f"  the credential check adds {added:+.1f}% to append p50 (target <= 10%: {verdict})")
+def telemetry_jetstream_figures(quick: bool) -> None:
+    """Write-to-subscriber and fan-out with Telemetry's event log on NATS JetStream (a stream of its own)."""
+    from tests.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url
+
+    if not NATS_URL:
+        print(f"\n(Telemetry JetStream figures left out: {NO_NATS})")
+        return
+    url = fresh_jetstream_url()
+    with tempfile.TemporaryDirectory() as tmp:
+        bench = TelemetryBench(Path(tmp), quick, event_log=url)
+        try:
+            noop = bench.noop()
+            latency = bench.write_to_subscriber()
+            fan_out = bench.fan_out()
+        finally:
+            bench.close()
+            drop_stream(url)
+    noop_p50 = percentile(noop, 0.5)
+    print("\nTelemetry on NATS JetStream (the same three processes on SQLite; the event log a JetStream"
+          " stream) — µs")
+    latency_lines(noop, latency)
+    print(f"  one write to reach 100 subscribers             median {statistics.median(fan_out):8.0f}"
+          f"   (min {min(fan_out):.0f}, max {max(fan_out):.0f}, n={len(fan_out)})"
+          f"   = {statistics.median(fan_out) / noop_p50:.2f}x no-op")
 
 
 def modulestore_figures(quick: bool) -> None:
@@ -670,7 +702,9 @@ def main() -> None:
         "modulestore": modulestore_figures, "auth": _auth_figures, "transfer": transfer_figures,
         "telemetry": telemetry_figures,
         "telemetry-postgres": telemetry_postgres_figures,
+        "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,
+        "growth": growth.figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()

@@ -114,6 +114,9 @@ class Run:
     _modulestore_seq: int = 0
     _registry_seen: bool = False
     _turns: int = 0
+    # Set by `finish`: `settle` then waits for Registry's `finished` too.
+    _finish_wanted: bool = False
+    _finish_seen: bool = False
 
     @classmethod
     def create(
@@ -166,6 +169,10 @@ class Run:
     def exec(self, agent: str, profile_name: str) -> str:
         req = tpb.ExecRequest(run_id=self.run_id, agent_id=agent, profile=profile_name)
         return self._successor(self.stubs.transfer.Exec(req).transfer.successor_agent_id)
+
+    def finish(self) -> None:
+        self.stubs.registry.FinishRun(rpb.FinishRunRequest(run_id=self.run_id))
+        self._finish_wanted = True
 
     def store(self, agent: str, kind: Kind) -> str:
         return self.rosters[agent][kind]
@@ -231,7 +238,11 @@ class Run:
         the run and Registry's `created`; the cursor it has read to."""
         outbox = self.outbox()
         last = outbox[-1].origin_seq if outbox else 0
-        if self._registry_seen and self._modulestore_seq >= last:
+        def caught_up() -> bool:
+            finished = self._finish_seen or not self._finish_wanted
+            return self._registry_seen and finished and self._modulestore_seq >= last
+
+        if caught_up():
             return self._cursor
         sub = Subscription(
             self.stubs.telemetry.Subscribe(
@@ -239,11 +250,12 @@ class Run:
             )
         )
         try:
-            while not (self._registry_seen and self._modulestore_seq >= last):
+            while not caught_up():
                 cursor, ev = sub.next_event()
                 self._cursor = cursor
                 if ev.origin == "registry":
                     self._registry_seen = True
+                    self._finish_seen = self._finish_seen or ev.run.status == "finished"
                 elif ev.origin == "modulestore":
                     self._modulestore_seq = max(self._modulestore_seq, ev.origin_seq)
         finally:

@@ -14,7 +14,7 @@ from ggmodules.core.kinds import Kind
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.console.runs import Run, Stubs, full, module, profile
-from tests.console.text import agent_rows, section
+from tests.console.text import agent_rows, plain, section
 from tests.harness import ROOT, ServiceProcess, open_channel, processes
 from tests.harness import stubs as service_stubs
 
@@ -56,8 +56,8 @@ def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
     assert [line for line in text.splitlines() if line.startswith("== ")] == [
         "== Instances ==", "== Modules ==", "== Agents ==",
     ]
-    instances = section(text, "Instances")
-    assert instances[0].split()[0] == a and "running" in instances[0] and f"  subagents: {coder}" in instances
+    instances = plain(section(text, "Instances"))
+    assert instances[0].split()[0] == a and "running" in instances[0] and f"subagents: {coder}" in instances
     assert any(line.split()[:2] == ["turn", "1"] and line.endswith("user: hello from the planner")
                for line in instances)
     board = next(line for line in section(text, "Modules") if line.startswith("board:"))

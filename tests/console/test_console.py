@@ -8,17 +8,15 @@ import re
 import grpc
 import pytest
 
-from ggmodules.cli.console import follow, telemetry_address
-from ggmodules.cli.console_text import LINK, render
+from ggmodules.cli.console import caught_up, telemetry_address
+from ggmodules.cli.console_text import LINK
 from ggmodules.common.v1 import common_pb2 as S
-from ggmodules.core.console import ConsoleModel, fold
 from ggmodules.core.kinds import Kind
 from ggmodules.server.telemetry.console import Console, repository_loader
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
-from ggmodules.wire.console import events_from
 from tests.console.runs import Run, full, measured, module, profile
-from tests.console.text import agent_rows, module_lines, section, text_of
+from tests.console.text import agent_rows, cells, module_lines, plain, section, text_of
 from tests.harness import Suite, error_metadata, status_of
 
 
@@ -94,8 +92,8 @@ def test_r38_r43_r45_the_text_console_shows_links_handed_on_withheld_figures_and
     rows = agent_rows(text)
     assert rows[("planner", "memories")] == ("agent-scoped", [run.store(a, Kind.MEMORIES)])
     assert rows[("planner", "history")][0] == "per instance"
-    instances = section(text, "Instances")
-    assert f"  successors: {successor}" in instances
+    instances = plain(section(text, "Instances"))
+    assert f"successors: {successor}" in instances
     assert any(line.split()[:2] == ["turn", "1"] and line.endswith("user: hello there") for line in instances)
 
 
@@ -109,7 +107,7 @@ def test_r41_the_text_console_leaves_out_the_modules_view_of_a_run_without_one(s
 
 
 def test_text_console_format(suite: Suite) -> None:
-    """The one golden test of the text console's layout (columns, separators, wording), line by line."""
+    """The one golden test of the terminal console's layout (tree, tables, wording), line by line."""
     run = Run.create(suite, full("planner"), profile("coder", tasks=module()))
     a = run.open("planner")
     coder = run.spawn(a, "coder")
@@ -120,51 +118,52 @@ def test_text_console_format(suite: Suite) -> None:
     lines = text.splitlines()
     assert re.fullmatch(rf"run {run.run_id}  \(cursor \d+\)", lines[0])
     instances = section(text, "Instances")
-    assert instances[:3] == [
+    assert instances[:7] == [
         f"{a}  [planner, open, running]",
-        "  Overview  Prompt  Surface  Activity  Context  Requests  Metrics  Compaction",
-        "  modules/",
+        "├── Overview  Prompt  Surface  Activity  Context  Requests  Metrics  Compaction",
+        "├── modules/",
+        "│   ├── history   history-0  created rw  cost this window: 12 tokens  all holders: 12 tokens",
+        "│   │   ├── lifetime: 2 entries; last written (append_messages) by planner-0",
+        "│   │   └── turn 1 #1 user: hello from the planner",
+        "│   ├── memories  memories-0  created rw  cost this window: unmeasured  all holders: unmeasured",
     ]
-    assert instances[3] == (
-        "    history   history-0  created rw  cost this window: 12 tokens  all holders: 12 tokens"
-    )
-    assert instances[4] == "      lifetime: 2 entries; last written (append_messages) by planner-0"
-    assert instances[5] == "      turn 1 #1 user: hello from the planner"
     board = instances.index(
-        f"    board     board-0  run rw  cost this window: unmeasured  all holders: unmeasured  {LINK} 2"
+        f"│   ├── board     board-0  run rw  cost this window: unmeasured  all holders: unmeasured  {LINK} 2"
     )
-    assert instances[board + 1] == f"      co-holders: {coder}:modules/board"
-    assert f"  subagents: {coder}" in instances
+    assert instances[board + 1] == f"│   │   ├── co-holders: {coder}:modules/board"
+    assert f"└── subagents: {coder}" in instances
     coder_tasks = instances.index(
-        "    tasks     tasks-1  created rw  cost this window: unmeasured  all holders: unmeasured"
+        "    ├── tasks     tasks-1  created rw  cost this window: unmeasured  all holders: unmeasured"
     )
-    assert instances[coder_tasks + 2] == "      1 items   7 bytes   1 writes"
+    assert instances[coder_tasks + 2] == "    │   └── 1 items   7 bytes   1 writes"
     modules = section(text, "Modules")
     board = modules.index(
         "board: 1 stores · 2 holders · 2 running · 1 shared (widest 2) · cost/turn unmeasured · "
         "never written 1"
     )
-    assert modules[board + 1] == (
-        f"  board-0      holders {a}, {coder} (2 running)  {LINK} 2 · never written  cost unmeasured"
-    )
+    assert cells(modules[board + 2]) == ["store", "holders", "running", "marks", "written", "cost/turn"]
+    assert cells(modules[board + 4]) == [
+        "board-0", f"{a}, {coder}", "2", f"{LINK} 2", "never written", "unmeasured",
+    ]
     agents = section(text, "Agents")
-    assert agents[:2] == [f"planner: {a}", "  history   per instance  history-0"]
-    assert "  board     run-global    board-0" in agents
+    assert agents[0] == f"planner: {a}"
+    assert cells(agents[4]) == ["history", "per instance", "history-0", ""]
+    assert ["board", "run-global", "board-0", ""] in [cells(line) for line in agents]
 
 
-def test_the_live_console_folds_the_subscription_and_renders_each_time_it_catches_up(suite: Suite) -> None:
+def test_the_live_console_redraws_from_the_inspect_rpcs_each_time_the_stream_catches_up(suite: Suite) -> None:
+    """It redraws once at the first heartbeat, then after each burst of events, and never on an idle
+    heartbeat; what it draws is what the Inspect RPCs answer."""
     run = Run.create(suite, full("planner"))
     a = run.open("planner")
     run.say(a, "one")
     stored = run.stream()
-    responses = [pb.SubscribeResponse(event=e) for e in stored[:3]]
-    responses.append(pb.SubscribeResponse(heartbeat=tel.Heartbeat(head_cursor=stored[2].cursor)))
-    responses += [pb.SubscribeResponse(event=e) for e in stored[3:]]
-    responses.append(pb.SubscribeResponse(heartbeat=tel.Heartbeat(head_cursor=stored[-1].cursor)))
-    seen = [(m.cursor, render(m)) for m in follow(responses, ConsoleModel())]
-    assert [c for c, _ in seen] == [stored[2].cursor, stored[-1].cursor]
-    assert seen[-1][1] == render(fold(events_from(stored)))
-    assert "user: one" in seen[-1][1] and "user: one" not in seen[0][1]
+    beat = [pb.SubscribeResponse(heartbeat=tel.Heartbeat(head_cursor=stored[-1].cursor))]
+    responses = [pb.SubscribeResponse(event=e) for e in stored[:3]] + beat + beat
+    responses += [pb.SubscribeResponse(event=e) for e in stored[3:]] + beat + beat
+    assert list(caught_up(responses)) == [stored[2].cursor, stored[-1].cursor]
+    assert list(caught_up(beat)) == [0]
+    assert "user: one" in text_of(run)
 
 
 def test_the_console_finds_telemetry_by_flag_then_environment_then_default() -> None:

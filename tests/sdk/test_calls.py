@@ -1,14 +1,21 @@
-"""Deadlines, metadata, request ids and retries, as a caller of the sync and asyncio clients sees them."""
+"""Deadlines, metadata, request ids and retries, as a caller of the sync and asyncio clients sees them.
+
+Retries are gRPC's, by the service config (protos/ggmodules/service_config.json); a fault-injecting proxy in
+front of the real service shows each attempt the client made."""
 
 from __future__ import annotations
 
 import asyncio
 import socket
+from collections.abc import Iterator
+from dataclasses import replace
 
 import grpc
 import pytest
 
+from ggmodules.registry.v1 import registry_service_pb2 as reg_pb2
 from ggmodules.sdk import (
+    NO_RETRY,
     AsyncClient,
     Client,
     ClientConfig,
@@ -22,10 +29,10 @@ from ggmodules.sdk import registry_calls as reg
 from ggmodules.sdk.plans import ModuleRef
 from tests.harness import Suite
 from tests.sdk.conftest import PROFILES
-from tests.sdk.interceptors import AsyncRecorder, Recorder
+from tests.sdk.flaky import FlakyProxy
+from tests.sdk.interceptors import Recorder
 
-QUICK_RETRIES = ClientConfig(retry=RetryPolicy(max_attempts=3, initial_backoff=0.001, max_backoff=0.004,
-                                               jitter=0))
+QUICK_RETRIES = ClientConfig(retry=RetryPolicy(max_attempts=3, initial_backoff=0.01, max_backoff=0.04))
 
 
 def closed_address() -> str:
@@ -33,6 +40,13 @@ def closed_address() -> str:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+@pytest.fixture()
+def flaky_registry(suite: Suite) -> Iterator[FlakyProxy]:
+    proxy = FlakyProxy(suite.registry.address, fail=2)
+    yield proxy
+    proxy.close()
 
 
 def test_every_call_carries_x_request_id_and_caller_metadata(suite: Suite) -> None:
@@ -82,48 +96,84 @@ def test_a_tiny_deadline_fails_typed_and_is_not_retried(suite: Suite) -> None:
     recorder = Recorder()
     with Client(suite.registry.address, suite.modulestore.address, interceptors=[recorder]) as gg, \
             pytest.raises(DeadlineExceededError) as caught:
-        gg.with_options(timeout=1e-6).list_runs()
+        gg.with_options(timeout=0.0).list_runs()
     assert caught.value.code == grpc.StatusCode.DEADLINE_EXCEEDED
     assert len(recorder.attempts) == 1
 
 
-def test_unavailable_is_retried_with_the_same_request_id_then_raised_typed() -> None:
-    recorder = Recorder()
-    address = closed_address()
-    with Client(address, address, config=QUICK_RETRIES, interceptors=[recorder]) as gg:
-        with pytest.raises(ServiceUnavailableError) as caught:
+def test_r49_unavailable_is_retried_by_grpc_resending_the_same_request_id_and_applied_once(
+    suite: Suite, flaky_registry: FlakyProxy
+) -> None:
+    with Client(flaky_registry.address, suite.modulestore.address) as gg:
+        run = gg.create_run("retried", PROFILES)
+        again = gg.get_run(run.id)
+    creates = flaky_registry.attempts("CreateRun")
+    assert [a.answered for a in creates] == ["UNAVAILABLE", "UNAVAILABLE", "forwarded"]
+    assert [a.previous_attempts for a in creates] == [0, 1, 2]  # gRPC's own retries, one call
+    assert len({reg_pb2.CreateRunRequest.FromString(a.body).request_id for a in creates}) == 1
+    assert len({a.body for a in creates}) == 1 and len({a.metadata["x-request-id"] for a in creates}) == 1
+    assert again.id == run.id and [a.answered for a in flaky_registry.attempts("GetRun")][-1] == "forwarded"
+    with Client(suite.registry.address, suite.modulestore.address) as direct:
+        assert [r.id for r in direct.iter_runs() if r.name == "retried" and r.id == run.id] == [run.id]
+
+
+def test_r49_aborted_contention_is_retried_and_the_write_applied_once(suite: Suite) -> None:
+    proxy = FlakyProxy(suite.modulestore.address, code=grpc.StatusCode.ABORTED, fail=2, methods=("Write",))
+    try:
+        with Client(suite.registry.address, proxy.address) as gg:
+            run = gg.create_run("contended", PROFILES)
+            planner = gg.open_instance(run.id, "planner")
+            task = planner.tasks.create("write the parser")
+            tasks = planner.tasks.contents()
+    finally:
+        proxy.close()
+    writes = proxy.attempts("Write")
+    assert [a.answered for a in writes] == ["ABORTED", "ABORTED", "forwarded"]
+    assert len({a.body for a in writes}) == 1
+    assert [(t.id, t.title) for t in tasks.tasks] == [(task, "write the parser")]
+
+
+def test_unavailable_past_the_policy_is_raised_typed_after_its_attempts(suite: Suite) -> None:
+    proxy = FlakyProxy(suite.registry.address, fail=10)
+    try:
+        with Client(proxy.address, suite.modulestore.address, config=QUICK_RETRIES) as gg, \
+                pytest.raises(ServiceUnavailableError) as caught:
             gg.create_run("nowhere", PROFILES)
         assert caught.value.attempts == 3
-        assert len(recorder.attempts) == 3
-        assert len({a.request.request_id for a in recorder.attempts}) == 1
-        assert len({a.metadata["x-request-id"] for a in recorder.attempts}) == 1
-
-        with pytest.raises(ServiceUnavailableError):
+        assert [a.answered for a in proxy.attempts("CreateRun")] == ["UNAVAILABLE"] * 3
+        once = replace(QUICK_RETRIES, retry=NO_RETRY)
+        with Client(proxy.address, suite.modulestore.address, config=once) as gg, \
+                pytest.raises(ServiceUnavailableError):
             gg.get_run("run-000000000000")
-        assert len(recorder.attempts) == 6
+        assert len(proxy.attempts("GetRun")) == 1
+    finally:
+        proxy.close()
 
 
-def test_unavailable_mutation_without_request_id_is_not_retried() -> None:
-    recorder = Recorder()
-    address = closed_address()
-    with Client(address, address, config=QUICK_RETRIES, interceptors=[recorder]) as gg, \
+def test_unavailable_mutation_without_request_id_is_not_retried(flaky_registry: FlakyProxy) -> None:
+    with Client(flaky_registry.address, closed_address()) as gg, \
             pytest.raises(ServiceUnavailableError) as caught:
         gg._transport.run(reg.finish_run("run-000000000000").with_request_id(""))
-    assert caught.value.attempts == 1 and len(recorder.attempts) == 1
+    assert caught.value.attempts == 1 and len(flaky_registry.attempts("FinishRun")) == 1
 
 
-def test_async_unavailable_is_retried_and_deadline_is_typed(suite: Suite) -> None:
+def test_a_closed_address_is_service_unavailable() -> None:
+    address = closed_address()
+    with Client(address, address, config=QUICK_RETRIES) as gg, pytest.raises(ServiceUnavailableError):
+        gg.list_runs()
+
+
+def test_async_unavailable_is_retried_and_deadline_is_typed(suite: Suite, flaky_registry: FlakyProxy) -> None:
     async def session() -> None:
-        recorder = AsyncRecorder()
-        address = closed_address()
-        async with AsyncClient(address, address, config=QUICK_RETRIES, interceptors=[recorder]) as down:
-            with pytest.raises(ServiceUnavailableError) as caught:
-                await down.create_run("nowhere", PROFILES)
-        assert caught.value.attempts == 3 and len(recorder.attempts) == 3
-        assert len({a.request.request_id for a in recorder.attempts}) == 1
+        async with AsyncClient(flaky_registry.address, suite.modulestore.address) as gg:
+            run = await gg.create_run("async retried", PROFILES)
+            assert (await gg.get_run(run.id)).id == run.id
+        creates = flaky_registry.attempts("CreateRun")
+        assert [a.answered for a in creates] == ["UNAVAILABLE", "UNAVAILABLE", "forwarded"]
+        assert len({a.body for a in creates}) == 1
 
         async with AsyncClient(suite.registry.address, suite.modulestore.address) as gg:
             with pytest.raises(DeadlineExceededError):
-                await gg.with_options(timeout=1e-6).list_runs()
+                await gg.with_options(timeout=0.0).list_runs()
 
     asyncio.run(session())

@@ -1,4 +1,4 @@
-"""The SDK's words, error mapping and retry budget agree with the contracts they stand for."""
+"""The SDK's words and error mapping agree with the contracts they stand for."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
+from ggmodules.runtime import housekeeping
 from ggmodules.runtime.errors import to_status
 from ggmodules.sdk import (
     ContentionError,
@@ -19,7 +20,6 @@ from ggmodules.sdk import (
     MemoryScope,
     MemoryStrategy,
     Origin,
-    RetryPolicy,
     RunStatus,
     SearchMode,
     ServiceUnavailableError,
@@ -27,8 +27,8 @@ from ggmodules.sdk import (
     UnknownKindError,
     Violation,
 )
+from ggmodules.sdk.config import MAX_RETRY_SPAN_SECONDS, ClientConfig
 from ggmodules.sdk.errors import error_from_status
-from ggmodules.sdk.retry import Attempts
 from ggmodules.sdk.words import Word
 
 VOCABULARIES: list[tuple[type[Word], object]] = [
@@ -85,29 +85,12 @@ def test_r47_contention_becomes_a_typed_contention_error() -> None:
     assert err.reason == "CONTENTION"
 
 
-def test_backoff_grows_and_stays_bounded() -> None:
-    policy = RetryPolicy(initial_backoff=0.1, max_backoff=1.0, multiplier=2.0, jitter=0.5)
-    assert [policy.delay(n, 0.0) for n in range(1, 6)] == [0.1, 0.2, 0.4, 0.8, 1.0]
-    assert policy.delay(3, 0.999) == pytest.approx(0.4 * 0.5005)
-
-
-def test_only_unavailable_and_aborted_on_a_retryable_call_are_retried_within_attempts_and_deadline() -> None:
-    policy = RetryPolicy(max_attempts=3, initial_backoff=0.01, jitter=0)
-    read = Attempts(policy, 60, retryable=True)
-    read.timeout()
-    assert read.retry_after(grpc.StatusCode.DEADLINE_EXCEEDED) is None
-    assert read.retry_after(grpc.StatusCode.INTERNAL) is None
-    assert read.retry_after(grpc.StatusCode.UNAVAILABLE) == 0.01
-    assert read.retry_after(grpc.StatusCode.ABORTED) == 0.01  # contention: nothing was applied
-    read.timeout()
-    read.timeout()
-    assert read.retry_after(grpc.StatusCode.UNAVAILABLE) is None  # third attempt was the last
-
-    unkeyed = Attempts(policy, 60, retryable=False)
-    unkeyed.timeout()
-    assert unkeyed.retry_after(grpc.StatusCode.UNAVAILABLE) is None
-    assert unkeyed.retry_after(grpc.StatusCode.ABORTED) is None
-
-    short = Attempts(RetryPolicy(initial_backoff=5, jitter=0), 1, retryable=True)
-    short.timeout()
-    assert short.retry_after(grpc.StatusCode.UNAVAILABLE) is None  # the backoff would outlive the deadline
+def test_no_retry_starts_after_the_retry_span_even_without_a_deadline() -> None:
+    """A request id is forgotten after the services' request-log retention: gRPC retries only within a
+    call's deadline, and the SDK never gives a unary call one longer than its retry span (kept below the
+    retention), so a retry that could be applied twice is never sent (issue 14)."""
+    assert ClientConfig(timeout=None).call_timeout == MAX_RETRY_SPAN_SECONDS
+    assert ClientConfig(timeout=86_400).call_timeout == MAX_RETRY_SPAN_SECONDS
+    assert ClientConfig(timeout=3).call_timeout == 3
+    assert MAX_RETRY_SPAN_SECONDS == housekeeping.MAX_RETRY_SPAN_SECONDS
+    assert MAX_RETRY_SPAN_SECONDS < housekeeping.DEFAULT_REQUEST_WINDOW

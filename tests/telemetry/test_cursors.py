@@ -16,6 +16,7 @@ from ggmodules.core.errors import OutOfRange
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.server.telemetry.subscriptions import subscribe
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import SqlEventLog
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from tests.harness import credit, status_of
@@ -171,7 +172,7 @@ def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(sma
     repo.ingest(origin, [event_pb2.Event(origin=origin, origin_seq=1, run_id="run-slow")])
 
     async def fall_behind() -> OutOfRange:
-        stream = subscribe(repo, tel.SubscribeRequest(run_id="run-slow"))
+        stream = subscribe(SqlEventLog(repo), tel.SubscribeRequest(run_id="run-slow"))
         first = await anext(stream)
         assert first.event.event.origin_seq == 1
         # While this subscriber holds on to its first event, the log moves on past retention.

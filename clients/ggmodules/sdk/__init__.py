@@ -9,12 +9,15 @@
         planner.tasks.create("write the parser")
         for contribution in planner.prompt(): ...
         coder = planner.transition("code").successor  # with an FSM: transfer on 127.0.0.1:50053
+        coder.report_turn(1, {"history": 1200})        # telemetry on 127.0.0.1:50054
+        for item in gg.subscribe(run.id): ...          # resumed from its last cursor across reconnects
 """
 
 from ggmodules.sdk.agent import Agent, AsyncAgent
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.errors import (
+    AckBeyondHeadError,
     AgentMismatchError,
     AgentNotFoundError,
     AlreadyExistsError,
@@ -43,6 +46,7 @@ from ggmodules.sdk.errors import (
     NoSuchEdgeError,
     NotAHolderError,
     NotInFsmError,
+    OutboxPrunedError,
     ProfileNotFoundError,
     ReadOnlyError,
     RequestIdReusedError,
@@ -106,6 +110,7 @@ from ggmodules.sdk.results import (
     Transfer,
     WriteResult,
 )
+from ggmodules.sdk.stream import AsyncSubscription, Reconnect, Subscription
 from ggmodules.sdk.words import (
     IssueStatus,
     Kind,
@@ -122,6 +127,7 @@ from ggmodules.sdk.words import (
 
 __all__ = [
     "NO_RETRY",
+    "AckBeyondHeadError",
     "Agent",
     "AgentMismatchError",
     "AgentNotFoundError",
@@ -131,6 +137,7 @@ __all__ = [
     "ArchivedThread",
     "AsyncAgent",
     "AsyncClient",
+    "AsyncSubscription",
     "Block",
     "BoardContents",
     "BoardHandle",
@@ -185,12 +192,14 @@ __all__ = [
     "NotAHolderError",
     "NotInFsmError",
     "Origin",
+    "OutboxPrunedError",
     "Outcome",
     "Page",
     "Profile",
     "ProfileNotFoundError",
     "PromptMessage",
     "ReadOnlyError",
+    "Reconnect",
     "RequestIdReusedError",
     "RetryPolicy",
     "RoleNotPermittedError",
@@ -209,6 +218,7 @@ __all__ = [
     "SkillsHandle",
     "Store",
     "StoreNotFoundError",
+    "Subscription",
     "SystemPromptAlreadySetError",
     "Task",
     "TaskCycleError",

@@ -13,6 +13,7 @@ import grpc
 
 from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
+from ggmodules.sdk import telemetry_calls as tel
 from ggmodules.sdk import transfer_calls as tr
 from ggmodules.sdk.bound import Async, Bound, M, Sync, Transport, bound_call, bound_opens, bound_transfers
 from ggmodules.sdk.errors import KindNotHeldError
@@ -104,6 +105,8 @@ class _Agent(Bound[M]):
     # Hand every module on to a successor (a new agent id, R36); this agent's writes are refused after.
     transition = bound_transfers(tr.agent_transition)
     exec = bound_transfers(tr.agent_exec)
+    # Telemetry: this agent's window on a turn, tokens per kind (R43).
+    report_turn = bound_call(tel.agent_report_turn)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.id!r}, run={self.run_id!r}, profile={self.profile!r})"

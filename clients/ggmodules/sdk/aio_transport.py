@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Sequence
 from typing import Any, TypeVar
 
@@ -31,10 +30,10 @@ class _Channels:
 
     def get(self) -> Stubs:
         if self.stubs is None:
-            options, interceptors = list(self._config.channel_options), self._interceptors or None
+            interceptors = self._interceptors or None
             tls = self._config.channel_credentials()
 
-            def open_channel(address: str) -> Any:
+            def open_channel(address: str, options: list[tuple[str, Any]]) -> Any:
                 if tls is not None:
                     return grpc.aio.secure_channel(address, tls, options=options, interceptors=interceptors)
                 return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
@@ -59,24 +58,28 @@ class AsyncTransport(TransportBase):
         return self._run(plan)
 
     async def _run(self, plan: Plan[T]) -> T:
-        method = self._channels.get().method(plan)
-        attempts, headers = self._begin(plan)
-        while True:
-            call = method(plan.request, timeout=attempts.timeout(), metadata=headers)
-            try:
-                response = await call
-                self.wallet.learn(plan.method, response)
-                return plan.convert(response)
-            except grpc.aio.AioRpcError as err:
-                delay = attempts.retry_after(err.code())
-                if delay is None:
-                    raise error_from_status(err.code(), err.details(), await _rich_status(call),
-                                            attempts=attempts.count) from err
-            await asyncio.sleep(delay)
+        method = self._channels.get().method(plan, self._config.retry)
+        call = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
+        try:
+            response = await call
+            self.wallet.learn(plan.method, response)
+            return plan.convert(response)
+        except grpc.aio.AioRpcError as err:
+            raise error_from_status(err.code(), err.details(), await _rich_status(call),
+                                    attempts=self._attempts(plan, err.code())) from err
+
+    def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
+        """A server stream without a deadline: an async iterator of responses that is also the call."""
+        return getattr(self._channels.get().stub(service, None), method)(
+            request, metadata=self._stream_metadata(method, request, metadata))
+
+    @staticmethod
+    async def raise_typed(call: Any, err: grpc.aio.AioRpcError) -> None:
+        raise error_from_status(err.code(), err.details(), await _rich_status(call)) from err
 
     async def close(self) -> None:
         if self._channels.stubs is not None:
-            for channel in self._channels.stubs.channels.values():
+            for channel in list(self._channels.stubs.channels.values()):
                 await channel.close()
             self._channels.stubs = None
 

@@ -10,36 +10,75 @@ from typing import Any
 
 import grpc
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import MESSAGE_LIMITS, SERVICE_CONFIG
 
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
 DEFAULT_TRANSFER = "127.0.0.1:50053"
+DEFAULT_TELEMETRY = "127.0.0.1:50054"
 # What `ggmodules up` writes on its first start (relative to where it runs: the checkout).
 DEFAULT_OPERATOR_FILE = "var/auth/operator.jwt"
 DEFAULT_CA_FILE = "var/tls/ca.crt"
 
 
+def _seconds(duration: str) -> float:
+    """A service config duration ("0.1s") in seconds."""
+    return float(duration.removesuffix("s"))
+
+
+def _unary_method_config() -> dict[str, Any]:
+    """The service config's method config for the services' unary methods (the first; the rest are the
+    streams and exceptions)."""
+    config: dict[str, Any] = SERVICE_CONFIG["methodConfig"][0]
+    return config
+
+
 @dataclass(frozen=True)
 class RetryPolicy:
-    """Bounded exponential backoff. Only UNAVAILABLE and ABORTED (contention: nothing was applied) are
-    retried, and only for reads and for mutations carrying a request id (the SDK gives every mutation one,
-    reused on each attempt)."""
+    """The `retryPolicy` of the SDK's channels: gRPC itself retries, with exponential backoff (and its own
+    jitter), the codes listed, for reads and for mutations carrying a request id (the SDK gives every
+    mutation one, and gRPC resends the same bytes). The default is the suite's service config
+    (`protos/ggmodules/service_config.json`): UNAVAILABLE, and ABORTED (contention: nothing was applied)."""
 
     max_attempts: int = 4
     initial_backoff: float = 0.1
     max_backoff: float = 2.0
     multiplier: float = 2.0
-    # Fraction of each delay taken off at random, so callers that failed together retry apart.
-    jitter: float = 0.2
+    codes: tuple[str, ...] = ("UNAVAILABLE", "ABORTED")
 
-    def delay(self, failures: int, rand: float) -> float:
-        """Seconds to wait after the `failures`-th failed attempt; `rand` in [0, 1)."""
-        base = min(self.max_backoff, self.initial_backoff * self.multiplier ** (failures - 1))
-        return base * (1 - self.jitter * rand)
+    def __post_init__(self) -> None:
+        # Seen here: grpcio 1.85 never makes the second attempt after a backoff of a millisecond or so
+        # (the call waits out its deadline instead), so a policy that would do that is refused up front.
+        if self.max_attempts > 1 and self.initial_backoff < 0.01:
+            raise ValueError(f"initial_backoff must be at least 0.01 s, not {self.initial_backoff}")
+
+    @classmethod
+    def from_service_config(cls) -> RetryPolicy:
+        policy = _unary_method_config()["retryPolicy"]
+        return cls(max_attempts=int(policy["maxAttempts"]),
+                   initial_backoff=_seconds(policy["initialBackoff"]),
+                   max_backoff=_seconds(policy["maxBackoff"]), multiplier=float(policy["backoffMultiplier"]),
+                   codes=tuple(policy["retryableStatusCodes"]))
+
+    def as_service_config(self) -> dict[str, Any]:
+        """This policy as a service config `retryPolicy` (gRPC caps attempts at 5)."""
+        return {"maxAttempts": self.max_attempts, "initialBackoff": f"{self.initial_backoff}s",
+                "maxBackoff": f"{self.max_backoff}s", "backoffMultiplier": self.multiplier,
+                "retryableStatusCodes": list(self.codes)}
+
+    def retries(self, code: grpc.StatusCode) -> bool:
+        return self.max_attempts > 1 and code.name in self.codes
+
+
+def _default_timeout() -> float:
+    return _seconds(_unary_method_config()["timeout"])
 
 
 NO_RETRY = RetryPolicy(max_attempts=1)
+# No unary call (retries included) outlasts this: the services forget a request id after their request-log
+# retention (GGMODULES_REQUEST_LOG_RETENTION_SECONDS, one day by default, never meant to be below this), and
+# a retry after that would be applied as a new request. gRPC retries only within the call's deadline.
+MAX_RETRY_SPAN_SECONDS = 600.0
 
 
 @dataclass(frozen=True)
@@ -47,9 +86,11 @@ class ClientConfig:
     registry: str = DEFAULT_REGISTRY
     modulestore: str = DEFAULT_MODULESTORE
     transfer: str = DEFAULT_TRANSFER
-    # Default deadline of every call in seconds, retries included; None waits forever.
-    timeout: float | None = 10.0
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    telemetry: str = DEFAULT_TELEMETRY
+    # Deadline of every unary call in seconds, retries included (default: the service config's); None, or
+    # anything above MAX_RETRY_SPAN_SECONDS, waits that long (`call_timeout`). Streams have none.
+    timeout: float | None = field(default_factory=_default_timeout)
+    retry: RetryPolicy = field(default_factory=RetryPolicy.from_service_config)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
     # The services' own message-size limits, so a big window reads back whole.
@@ -69,20 +110,26 @@ class ClientConfig:
         key = Path(self.tls_key_file).read_bytes() if self.tls_key_file else None
         return grpc.ssl_channel_credentials(Path(self.tls_ca_file).read_bytes(), key, cert)
 
+    @property
+    def call_timeout(self) -> float:
+        """The deadline given to each unary call: `timeout`, at most MAX_RETRY_SPAN_SECONDS."""
+        return MAX_RETRY_SPAN_SECONDS if self.timeout is None else min(self.timeout, MAX_RETRY_SPAN_SECONDS)
+
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
         """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TRANSFER_ADDRESS`,
-        `GGMODULES_TIMEOUT` (seconds); `GGMODULES_OPERATOR_CREDENTIAL` (the credential itself) or
-        `GGMODULES_OPERATOR_CREDENTIAL_FILE` (default ./var/auth/operator.jwt when it exists);
-        `GGMODULES_TLS_CA_FILE` (default ./var/tls/ca.crt when it exists; set it empty for plaintext),
-        `GGMODULES_TLS_CERT_FILE`, `GGMODULES_TLS_KEY_FILE`."""
+        `GGMODULES_TELEMETRY_ADDRESS`, `GGMODULES_TIMEOUT` (seconds); `GGMODULES_OPERATOR_CREDENTIAL` (the
+        credential itself) or `GGMODULES_OPERATOR_CREDENTIAL_FILE` (default ./var/auth/operator.jwt when it
+        exists); `GGMODULES_TLS_CA_FILE` (default ./var/tls/ca.crt when it exists; set it empty for
+        plaintext), `GGMODULES_TLS_CERT_FILE`, `GGMODULES_TLS_KEY_FILE`."""
         env = os.environ if env is None else env
         timeout = env.get("GGMODULES_TIMEOUT")
         return cls(
             registry=env.get("GGMODULES_REGISTRY_ADDRESS", DEFAULT_REGISTRY),
             modulestore=env.get("GGMODULES_MODULESTORE_ADDRESS", DEFAULT_MODULESTORE),
             transfer=env.get("GGMODULES_TRANSFER_ADDRESS", DEFAULT_TRANSFER),
-            timeout=float(timeout) if timeout else cls.timeout,
+            telemetry=env.get("GGMODULES_TELEMETRY_ADDRESS", DEFAULT_TELEMETRY),
+            timeout=float(timeout) if timeout else _default_timeout(),
             operator_credential=operator_credential_from(env),
             tls_ca_file=env.get("GGMODULES_TLS_CA_FILE", _if_exists(DEFAULT_CA_FILE)),
             tls_cert_file=env.get("GGMODULES_TLS_CERT_FILE", ""),

@@ -3,7 +3,7 @@
 Every reason in `ggmodules.common.v1.ErrorReason` has its own subclass of `GGModulesError`; a reason this
 SDK does not know yet arrives as a plain `GGModulesError` carrying it. Statuses without an ErrorInfo map by
 code: DEADLINE_EXCEEDED, UNAVAILABLE (after the retries), INTERNAL/UNKNOWN (a service defect). ABORTED
-(`ContentionError`) arrives only after the retries too.
+(`ContentionError`) arrives only after the retries too (gRPC's, by the service config).
 """
 
 from __future__ import annotations
@@ -172,7 +172,8 @@ class InvalidPageTokenError(GGModulesError):
 
 
 class ServiceUnavailableError(GGModulesError):
-    """UNAVAILABLE, after every retry the policy allowed; `attempts` counts the calls made. Raised both when
+    """UNAVAILABLE, after every retry the policy allowed; `attempts` is how many attempts that was (gRPC makes
+    them and does not report a count; it stops early only when the call's deadline is near). Raised both when
     the service itself cannot be reached and when it answers that a service it depends on cannot be."""
 
     REASON = "UNAVAILABLE"
@@ -312,6 +313,22 @@ class AgentMismatchError(GGModulesError):
     """PERMISSION_DENIED: the request names an acting agent other than the credential's."""
 
     REASON = "AGENT_MISMATCH"
+class OutboxPrunedError(GGModulesError):
+    """An outbox position older than what the outbox retains (ReadOutbox, WatchOutbox): resume after
+    `oldest_origin_seq - 1` and expect a gap."""
+
+    REASON = "OUTBOX_PRUNED"
+
+    @property
+    def oldest_origin_seq(self) -> int:
+        """The oldest origin_seq still available (ErrorInfo metadata `oldest_origin_seq`)."""
+        return int(self.metadata.get("oldest_origin_seq") or 0)
+
+
+class AckBeyondHeadError(GGModulesError):
+    """An AckOutbox position past the outbox's newest event; nothing was recorded."""
+
+    REASON = "ACK_BEYOND_HEAD"
 
 
 class DeadlineExceededError(GGModulesError):

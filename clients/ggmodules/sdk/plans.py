@@ -15,7 +15,7 @@ from google.protobuf.message import Message
 
 T = TypeVar("T")
 U = TypeVar("U")
-Service = Literal["registry", "modulestore", "transfer"]
+Service = Literal["registry", "modulestore", "transfer", "telemetry"]
 REQUEST_ID_HEADER = "x-request-id"
 
 

@@ -1,9 +1,9 @@
-"""The sync transport: executes plans on `grpc` channels, with the deadline and retries of its config."""
+"""The sync transport: executes plans on `grpc` channels, with the deadline of its config (gRPC retries, by
+the channels' service config)."""
 
 from __future__ import annotations
 
-import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any, TypeVar
 
 import grpc
@@ -26,9 +26,8 @@ class SyncTransport(TransportBase):
                  stubs: Stubs | None = None, wallet: Wallet | None = None) -> None:
         super().__init__(config, wallet)
 
-        def open_channel(address: str) -> Any:
+        def open_channel(address: str, options: list[tuple[str, Any]]) -> Any:
             tls = config.channel_credentials()
-            options = list(config.channel_options)
             channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
                        else grpc.insecure_channel(address, options=options))
             return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
@@ -42,22 +41,28 @@ class SyncTransport(TransportBase):
         return Agent(self, instance)
 
     def run(self, plan: Plan[T]) -> T:
-        method = self._stubs.method(plan)
-        attempts, headers = self._begin(plan)
-        while True:
-            try:
-                response = method(plan.request, timeout=attempts.timeout(), metadata=headers)
-                self.wallet.learn(plan.method, response)
-                return plan.convert(response)
-            except grpc.RpcError as err:
-                delay = attempts.retry_after(err.code())
-                if delay is None:
-                    raise error_from_status(err.code(), err.details(), _rich_status(err),
-                                            attempts=attempts.count) from err
-            time.sleep(delay)
+        method = self._stubs.method(plan, self._config.retry)
+        try:
+            response = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
+            self.wallet.learn(plan.method, response)
+            return plan.convert(response)
+        except grpc.RpcError as err:
+            raise error_from_status(err.code(), err.details(), _rich_status(err),
+                                    attempts=self._attempts(plan, err.code())) from err
+
+    def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
+        """A server stream without a deadline: an iterator of responses that is also the call (`cancel()`).
+        Its errors are `grpc.RpcError`s; `raise_typed` turns one into the SDK's exception."""
+        call: Iterator[Any] = getattr(self._stubs.stub(service, None), method)(
+            request, metadata=self._stream_metadata(method, request, metadata))
+        return call
+
+    @staticmethod
+    def raise_typed(err: grpc.RpcError) -> None:
+        raise error_from_status(err.code(), err.details(), _rich_status(err)) from err
 
     def close(self) -> None:
-        for channel in self._stubs.channels.values():
+        for channel in list(self._stubs.channels.values()):
             channel.close()
 
 

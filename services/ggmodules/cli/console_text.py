@@ -1,128 +1,167 @@
-"""The console's three views of a folded run as text for a terminal."""
+"""The console's three views of a run for a terminal, drawn with `rich` from the Inspect RPCs' answers:
+Instances as a tree per instance, Modules and Agents as tables. Section titles are `== Title ==` lines, so
+the text also reads (and greps) without a terminal."""
 
 from __future__ import annotations
 
-from ggmodules.core.console import ConsoleModel
-from ggmodules.core.console.views import (
-    AgentsView,
-    Cost,
-    IdentityStrip,
-    InstanceFolder,
-    InstancesView,
-    KindOverview,
-    ModuleFile,
-    ModulesView,
-)
+import io
+from collections.abc import Iterable
+
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from ggmodules.common.v1 import common_pb2
+from ggmodules.core.console.views import Badge
+from ggmodules.telemetry.v1 import telemetry_pb2 as tel
+from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
+from ggmodules.web.telemetry import RunViews
 
 LINK = "🔗"
 
 
-def render(model: ConsoleModel) -> str:
+def kind_word(kind: int) -> str:
+    if not kind:
+        return "?"
+    return common_pb2.Kind.Name(common_pb2.Kind.ValueType(kind)).removeprefix("KIND_").lower()
+
+
+def origin_word(origin: int) -> str:
+    if not origin:
+        return "unknown"
+    return common_pb2.Origin.Name(common_pb2.Origin.ValueType(origin)).removeprefix("ORIGIN_").lower()
+
+
+def cost_text(cost: common_pb2.Cost) -> str:
+    """Measured (zero included), unmeasured, none by construction: never conflated (R43)."""
+    match cost.WhichOneof("value"):
+        case "measured_tokens":
+            return f"{cost.measured_tokens} tokens"
+        case "none_by_construction":
+            return "none by construction"
+    return "unmeasured"
+
+
+def render(run_id: str, views: RunViews) -> RenderableType:
     """Instances, Modules (only where the run has that view, R41) and Agents."""
-    instances = model.instances()
-    parts = [f"run {model.run_id or '?'}  (cursor {model.cursor})", "", render_instances(instances)]
-    modules = model.modules()
-    if modules.modules_view:
-        parts += ["", render_modules(modules)]
-    parts += ["", render_agents(model.agents())]
-    return "\n".join(parts) + "\n"
+    parts: list[RenderableType] = [
+        Text(f"run {run_id}  (cursor {views.instances.cursor})", style="bold"),
+        _title("Instances"),
+        *instances(views.instances),
+    ]
+    if views.modules.modules_view:
+        parts += [_title("Modules"), *modules(views.modules.kinds)]
+    parts += [_title("Agents"), *agents(views.agents.profiles)]
+    return Group(*parts)
 
 
-def render_instances(view: InstancesView) -> str:
-    lines = ["== Instances =="]
-    for folder in view.instances:
-        lines += _folder(folder)
-    return "\n".join(lines)
+def render_text(run_id: str, views: RunViews, width: int = 200) -> str:
+    """The views as plain text (no colour), as `--once` prints them when stdout is not a terminal."""
+    out = io.StringIO()
+    Console(file=out, width=width, color_system=None, force_terminal=False).print(render(run_id, views))
+    return "".join(line.rstrip() + "\n" for line in out.getvalue().splitlines())
 
 
-def _folder(f: InstanceFolder) -> list[str]:
+def _title(name: str) -> Text:
+    return Text(f"== {name} ==", style="bold cyan")
+
+
+def _marks(shared: bool, link_count: int, handed_on: bool, dropped: bool) -> list[str]:
+    out = [f"{LINK} {link_count}"] if shared else []
+    out += ["handed on"] if handed_on else []
+    out += ["dropped"] if dropped else []
+    return out
+
+
+# ---- Instances -----------------------------------------------------------------------------------------
+
+
+def instances(view: pb.InspectInstancesResponse) -> list[RenderableType]:
+    return [_folder(f) for f in view.instances]
+
+
+def _folder(f: tel.InstanceFolder) -> Tree:
     state = "running" if f.running else "stopped"
-    lines = [f"{f.agent_id}  [{f.profile or '?'}, {f.cause or '?'}, {state}]"]
-    lines.append("  " + "  ".join(f.files))
-    lines.append("  modules/")
+    tree = Tree(Text.assemble((f.agent_id, "bold"), f"  [{f.profile or '?'}, {f.cause or '?'}, {state}]"))
+    tree.add(Text("  ".join(f.files), style="dim"))
+    folder = tree.add("modules/")
     for m in f.modules:
-        lines += _module_file(m)
-    if f.successors:
-        lines.append("  successors: " + ", ".join(f.successors))
-    if f.subagents:
-        lines.append("  subagents: " + ", ".join(f.subagents))
-    return lines
+        _module_file(folder, m)
+    for label, ids in (("forks", f.forks), ("successors", f.successors), ("subagents", f.subagents)):
+        if ids:
+            tree.add(f"{label}: {', '.join(ids)}")
+    return tree
 
 
-def _module_file(m: ModuleFile) -> list[str]:
+def _module_file(folder: Tree, m: tel.ModuleFile) -> None:
     s = m.strip
-    lines = [f"    {m.path.removeprefix('modules/'):<9} {_strip(s)}"]
+    marks = _marks(s.shared, s.link_count, s.handed_on, s.dropped)
+    line = (
+        f"{m.path.removeprefix('modules/'):<9} {s.store_id}  {origin_word(s.origin)} "
+        f"{'rw' if s.may_write else 'ro'}  cost this window: {cost_text(s.cost_this_window)}  "
+        f"all holders: {cost_text(s.cost_all_holders)}" + (f"  {' · '.join(marks)}" if marks else "")
+    )
+    node = folder.add(line)
     if s.co_holders:
-        lines.append("      co-holders: " + ", ".join(f"{c.agent_id}:{c.file}" for c in s.co_holders))
+        node.add("co-holders: " + ", ".join(f"{c.agent_id}:{c.file}" for c in s.co_holders))
     if s.lifetime:
         last = s.lifetime[-1]
         cause = f" ({last.cause})" if last.cause else ""
         count = f"{len(s.lifetime)} entr{'y' if len(s.lifetime) == 1 else 'ies'}"
-        lines.append(f"      lifetime: {count}; last {last.what} by {last.agent_id}{cause}")
+        node.add(f"lifetime: {count}; last {last.what} by {last.agent_id}{cause}")
     for t in m.turns:
         for msg in t.messages:
-            lines.append(f"      turn {t.turn} #{msg.seq} {msg.role}: {_short(msg.content)}")
-    if m.figures is not None:
-        f = m.figures
-        lines.append(f"      {f.items} items   {f.bytes} bytes   {f.writes} writes")
-    return lines
+            node.add(f"turn {t.turn} #{msg.seq} {msg.role}: {_short(msg.content)}")
+    if m.HasField("figures"):
+        fg = m.figures
+        node.add(f"{fg.items} items   {fg.bytes} bytes   {fg.writes} writes")
 
 
-def _strip(s: IdentityStrip) -> str:
-    marks = []
-    if s.shared:
-        marks.append(f"{LINK} {s.link_count}")
-    if s.handed_on:
-        marks.append("handed on")
-    if s.dropped:
-        marks.append("dropped")
-    access = "rw" if s.may_write else "ro"
-    mark = f"  {' · '.join(marks)}" if marks else ""
-    return (
-        f"{s.store_id}  {s.origin.name.lower()} {access}  "
-        f"cost this window: {_cost(s.cost_this_window)}  all holders: {_cost(s.cost_all_holders)}{mark}"
-    )
+# ---- Modules -------------------------------------------------------------------------------------------
 
 
-def render_modules(view: ModulesView) -> str:
-    lines = ["== Modules =="]
-    for o in view.kinds:
-        lines += _overview(o)
-    return "\n".join(lines)
+def modules(kinds: Iterable[tel.KindOverview]) -> list[RenderableType]:
+    return [_overview(o) for o in kinds]
 
 
-def _overview(o: KindOverview) -> list[str]:
-    never = str(o.never_written.count) if o.never_written.count is not None else "withheld"
-    lines = [
-        f"{o.kind.word}: {o.store_count} stores · {o.holders} holders · {o.running} running · "
-        f"{o.shared_stores} shared (widest {o.widest_share}) · cost/turn {_cost(o.cost_per_turn)} · "
+def _overview(o: tel.KindOverview) -> Group:
+    never = str(o.never_written.count) if o.never_written.WhichOneof("value") == "count" else "withheld"
+    title = (
+        f"{kind_word(o.kind)}: {o.store_count} stores · {o.holders} holders · {o.running} running · "
+        f"{o.shared_stores} shared (widest {o.widest_share}) · cost/turn {cost_text(o.cost_per_turn)} · "
         f"never written {never}"
-    ]
+    )
+    table = Table()
+    for column in ("store", "holders", "running", "marks", "written", "cost/turn"):
+        table.add_column(column)
     for r in o.stores:
-        marks = [f"{LINK} {r.link_count}"] if r.shared else []
-        marks += ["handed on"] if r.handed_on else []
-        marks += ["dropped"] if r.dropped else []
-        marks += ["written" if r.written else "never written"]
-        lines.append(
-            f"  {r.store_id:<12} holders {', '.join(r.holders)} ({r.running_holders} running)  "
-            f"{' · '.join(marks)}  cost {_cost(r.cost)}"
+        marks = _marks(r.shared, r.link_count, r.handed_on, r.dropped)
+        table.add_row(
+            r.store_id,
+            ", ".join(r.holders),
+            str(r.running_holders),
+            " · ".join(marks),
+            "written" if r.written else "never written",
+            cost_text(r.cost),
         )
-    return lines
+    return Group(Text(title, style="bold"), table)
 
 
-def render_agents(view: AgentsView) -> str:
-    lines = ["== Agents =="]
-    for p in view.profiles:
-        lines.append(f"{p.profile}: {', '.join(p.instances)}")
+# ---- Agents --------------------------------------------------------------------------------------------
+
+
+def agents(profiles: Iterable[tel.ProfileSection]) -> list[RenderableType]:
+    out: list[RenderableType] = []
+    for p in profiles:
+        table = Table()
+        for column in ("kind", "badge", "stores", "note"):
+            table.add_column(column, overflow="fold")
         for row in p.modules:
-            lines.append(f"  {row.kind.word:<9} {row.badge.word:<13} {', '.join(row.store_ids)}")
-            if row.note:
-                lines.append(f"    note: {row.note}")
-    return "\n".join(lines)
-
-
-def _cost(c: Cost) -> str:
-    return str(c)
+            badge = Badge(row.badge).word if row.badge else "?"
+            table.add_row(kind_word(row.kind), badge, ", ".join(row.store_ids), row.note)
+        out.append(Group(Text(f"{p.profile}: {', '.join(p.instances)}", style="bold"), table))
+    return out
 
 
 def _short(text: str, width: int = 72) -> str:

@@ -6,7 +6,8 @@ ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A
 ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
 ggmodules up [--insecure-dev]                                every service, each its own process (auth and
                                                              TLS on, keys made under ./var/ on first start)
-ggmodules console RUN_ID [--once] [--telemetry-address A]   the Instances, Modules and Agents views of a run
+ggmodules console RUN_ID [--once] [--telemetry-address A] [--token T]   a run's three views in the terminal
+ggmodules web [--port N] [--telemetry-address A] [--token T]   the web console (http), every run's views
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import structlog
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
+from ggmodules.runtime.observability import Observe, install_client_tracing, tracer_provider
 from ggmodules.runtime.security import SecurityConfigError
 from ggmodules.runtime.server import serve_forever
 
@@ -41,7 +43,15 @@ def run_service(name: str, argv: Sequence[str]) -> None:
         service = build(config, log)
     except SecurityConfigError as err:
         sys.exit(f"ggmodules {name}: {err}")
-    asyncio.run(serve_forever(service, config.host, config.port, config.grace_seconds, log))
+    # Traces and metrics are off unless --trace / --metrics-port ask for them (runtime/observability.py).
+    provider = tracer_provider(name, config.trace) if config.trace else None
+    install_client_tracing(provider)
+    observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)
+    try:
+        asyncio.run(serve_forever(service, config.host, config.port, config.grace_seconds, log, observe))
+    finally:
+        if provider is not None:
+            provider.shutdown()  # flushes the spans still batched
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -56,6 +66,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ggmodules.cli.console import main as console
 
         sys.exit(console(rest))
+    elif command == "web":
+        from ggmodules.cli.web import main as web_console
+
+        sys.exit(web_console(rest))
     elif command == "up":
         from ggmodules.cli.up import up
 

@@ -13,6 +13,9 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
+| EVENT_LOG | --event-log | Telemetry: empty = the SQL event table; `nats://host:port` = NATS JetStream |
+| TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
+| METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 | INSECURE_DEV | --insecure-dev | off; on: no credentials checked, no TLS (logged loudly) |
 | PUBLIC_KEY_FILE | --public-key-file | var/auth/credentials.pub: verifies credentials (every service) |
@@ -47,6 +50,12 @@ class ServiceConfig:
     transfer_address: str = f"127.0.0.1:{DEFAULT_PORTS['transfer']}"
     # ModuleStore: the embedding provider of semantic archive search ("" = off).
     semantic: str = ""
+    # Telemetry: where its event log is ("" = the SQL table in its database; nats://... = NATS JetStream).
+    event_log: str = ""
+    # OpenTelemetry span exporter ("" = tracing off): "console" or "otlp" (runtime/observability.py).
+    trace: str = ""
+    # Prometheus /metrics port (None = off; 0 = any free port).
+    metrics_port: int | None = None
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
     # Credentials (runtime/credentials.py) and TLS; see README "Credentials and TLS".
@@ -82,6 +91,9 @@ class ServiceConfig:
             "tls-key-file",
             "tls-ca-file",
             "tls-client-cert",
+            "event-log",
+            "trace",
+            "metrics-port",
         ):
             parser.add_argument(f"--{name}")
         parser.add_argument("--insecure-dev", action="store_const", const="1", default=None)
@@ -104,6 +116,9 @@ class ServiceConfig:
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
             semantic=pick("SEMANTIC", ""),
+            event_log=pick("EVENT_LOG", ""),
+            trace=_off(pick("TRACE", "")),
+            metrics_port=_port(pick("METRICS_PORT", "")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
             insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
             public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),
@@ -118,6 +133,12 @@ class ServiceConfig:
 
 def _if_exists(path: str) -> str:
     return path if os.path.exists(path) else ""
+def _off(value: str) -> str:
+    return "" if value.strip().lower() in ("", "off", "none") else value.strip().lower()
+
+
+def _port(value: str) -> int | None:
+    return None if value.strip().lower() in ("", "off") else int(value)
 
 
 def _step(value: str) -> int | None:

@@ -4,19 +4,26 @@ telemetry outbox (ModuleStore, Registry).
 The stream sends every event after the watcher's `after_origin_seq`, in origin_seq order, in batches of at
 most `BATCH` events and `MAX_BATCH_BYTES` (storage/outbox.py; one event larger than that goes alone), then
 waits on the service's commit signal for new ones, and sends a heartbeat (an empty batch with the head)
-when idle.
+when idle. On PostgreSQL the signal also hears the commits of the service's other replicas (LISTEN/NOTIFY on
+the outbox table, storage/commits.py CommitListener), so a watcher on one replica gets another replica's
+events at once, not at its next heartbeat.
 
 Commit order versus key order: on SQLite one writer at a time means origin_seq values commit in order. On
 PostgreSQL they can commit out of order, so the stream sends only as far as the outbox is final
 (storage/outbox_frontier.py): nothing is skipped and nothing waits on a clock. While numbers past the
 frontier are outstanding, the stream looks again every `HELD_RECHECK_SECONDS`: the transaction holding
 them may be another process's, whose end no commit signal of this one announces.
+
+AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
+(runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
+below what was pruned is refused OUT_OF_RANGE (OUTBOX_PRUNED), checked after each page is read.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import grpc
 from sqlalchemy.engine import Connection, Engine
@@ -26,8 +33,10 @@ from ggmodules.core.heartbeats import heartbeat_seconds
 from ggmodules.internal.v1 import outbox_service_pb2 as internal_pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
+from ggmodules.storage.outbox_pruning import OutboxPositions
 
 SERVICE_NAME = internal_pb.DESCRIPTOR.services_by_name["OutboxService"].full_name
 BATCH = 500
@@ -36,15 +45,27 @@ HELD_RECHECK_SECONDS = 0.02
 # Runs `read(conn)` on a connection of the service's database and returns what it returned.
 Reading = Callable[[Callable[[Connection], OutboxPage]], OutboxPage]
 # Runs a synchronous call for the event loop: inline, or on a worker thread.
-Run = Callable[..., Awaitable[OutboxPage]]
+Run = Callable[..., Awaitable[Any]]
+# Runs `write(conn)` in one committed transaction of the service's database.
+Writing = Callable[[Callable[[Connection], Any]], Any]
 
 
 class OutboxServicer(pb_grpc.OutboxServiceServicer):
-    def __init__(self, outbox: Outbox, reading: Reading, committed: CommitSignal, run: Run) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        reading: Reading,
+        committed: CommitSignal,
+        run: Run,
+        positions: OutboxPositions,
+        writing: Writing,
+    ) -> None:
         self._outbox = outbox
         self._reading = reading
         self._committed = committed
         self._run = run
+        self._positions = positions
+        self._writing = writing
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -58,7 +79,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
-            page = await self._run(self._reading, lambda conn, after=after: feed.read(conn, after, BATCH))
+            page = await self._run(self._reading, lambda conn, after=after: self._read(feed, conn, after))
             if page.events:
                 yield pb.WatchOutboxResponse(events=page.events, head_origin_seq=page.head)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
@@ -70,10 +91,15 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 
+    def _read(self, feed: OutboxFeed, conn: Connection, after: int) -> OutboxPage:
+        page = feed.read(conn, after, BATCH)
+        return self._positions.check(conn, after, page)  # after the rows: a prune between the two is seen
+
     async def AckOutbox(
         self, request: pb.AckOutboxRequest, context: grpc.aio.ServicerContext
     ) -> pb.AckOutboxResponse:
-        # Taken and not yet used: the outbox is not pruned (issue 14 prunes below every follower's position).
+        follower, seq = request.follower, request.durable_origin_seq
+        await self._run(self._writing, lambda conn: self._positions.ack(conn, follower, seq))
         return pb.AckOutboxResponse()
 
 
@@ -85,3 +111,16 @@ def engine_reading(engine: Engine) -> Reading:
             return read(conn)
 
     return reading
+
+
+def engine_writing(engine: Engine) -> Writing:
+    """Runs a write in its own transaction of `engine`'s pool, again when it loses to a concurrent one."""
+
+    def writing(write: Callable[[Connection], Any]) -> Any:
+        def attempt() -> Any:
+            with engine.begin() as conn:
+                return write(conn)
+
+        return retrying(attempt, DEFAULT)
+
+    return writing

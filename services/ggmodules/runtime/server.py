@@ -20,6 +20,7 @@ from grpc_reflection.v1alpha import reflection
 
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
 from ggmodules.runtime.interceptors import CallInterceptor
+from ggmodules.runtime.observability import Metrics, Observe, server_interceptors
 from ggmodules.runtime.security import INSECURE, Security
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
@@ -34,9 +35,18 @@ class Service:
     register: Callable[[grpc.aio.Server], None]
     service_names: Sequence[str]
     on_stop: Callable[[], Awaitable[None]] | None = None
+    # Awaited inside the server's loop before it starts serving (e.g. connecting to an event log).
+    on_start: Callable[[], Awaitable[None]] | None = None
+    # Asked every PROBE_SECONDS whether what the service depends on answers (e.g. Telemetry's event log);
+    # health reports NOT_SERVING while it does not.
+    probe: Callable[[], Awaitable[bool]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
     # Credentials and TLS (runtime/security.py); INSECURE only under --insecure-dev.
     security: Security = INSECURE
+
+
+PROBE_SECONDS = 1.0
+SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
 
 
 class RunningServer:
@@ -47,21 +57,53 @@ class RunningServer:
         self.address = address
         self.health = health
         self.service = service
+        # The /metrics endpoint when `--metrics-port` is set (runtime/observability.py).
+        self.metrics: Metrics | None = None
+        self._prober: asyncio.Task[None] | None = None
+        if service.probe is not None:
+            self._prober = asyncio.get_running_loop().create_task(self._probe(service.probe), name="probe")
+
+    async def _probe(self, probe: Callable[[], Awaitable[bool]]) -> None:
+        serving = True
+        while True:
+            await asyncio.sleep(PROBE_SECONDS)
+            now = await probe()
+            if now != serving:
+                serving = now
+                status = SERVING if now else NOT_SERVING
+                for name in ["", *self.service.service_names]:
+                    await self.health.set(name, status)
 
     async def stop(self, grace: float = 5.0) -> None:
+        if self._prober is not None:
+            self._prober.cancel()
+            await asyncio.gather(self._prober, return_exceptions=True)
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         if self.service.on_stop is not None:
             await self.service.on_stop()
+        if self.metrics is not None:
+            self.metrics.close()
 
 
 async def start_server(
-    service: Service, host: str, port: int, log: structlog.typing.FilteringBoundLogger
+    service: Service,
+    host: str,
+    port: int,
+    log: structlog.typing.FilteringBoundLogger,
+    observe: Observe | None = None,
 ) -> RunningServer:
     security = service.security
-    interceptor = CallInterceptor(log, MAX_MESSAGE_BYTES, security.guard)
-    server = grpc.aio.server(interceptors=[interceptor], options=SERVER_OPTIONS)
+    # Traces and metrics only when asked for (`observe`); a service's extra gauges are `extra["collectors"]`.
+    metrics = None
+    if observe is not None and observe.metrics_port is not None:
+        metrics = Metrics(service.name, service.extra.get("collectors", ()))  # type: ignore[arg-type]
+    call_interceptor = CallInterceptor(log, MAX_MESSAGE_BYTES, security.guard)
+    interceptors = [*server_interceptors(observe, metrics), call_interceptor]
+    server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
     service.register(server)
+    if service.on_start is not None:
+        await service.on_start()
     health = health_aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
@@ -73,20 +115,32 @@ async def start_server(
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    return RunningServer(server, f"{host}:{bound}", health, service)
+    running = RunningServer(server, f"{host}:{bound}", health, service)
+    if metrics is not None and observe is not None and observe.metrics_port is not None:
+        metrics.serve(host, observe.metrics_port)
+        running.metrics = metrics
+    return running
 
 
 async def serve_forever(
-    service: Service, host: str, port: int, grace: float, log: structlog.typing.FilteringBoundLogger
+    service: Service,
+    host: str,
+    port: int,
+    grace: float,
+    log: structlog.typing.FilteringBoundLogger,
+    observe: Observe | None = None,
 ) -> None:
     """Serves until SIGTERM or SIGINT, then drains in-flight calls for up to `grace` seconds."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    running = await start_server(service, host, port, log)
+    running = await start_server(service, host, port, log, observe)
     log.info("serving", service=service.name, address=running.address)
     sys.stdout.write(f"ready {service.name} {running.address}\n")
+    if running.metrics is not None:
+        log.info("serving metrics", service=service.name, address=running.metrics.address)
+        sys.stdout.write(f"metrics {service.name} {running.metrics.address}\n")
     sys.stdout.flush()
     await stop.wait()
     log.info("stopping", service=service.name, grace_seconds=grace)

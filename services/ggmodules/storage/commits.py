@@ -10,6 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
+
+import psycopg
+from psycopg import sql
+from sqlalchemy.engine import Engine, make_url
 
 
 class CommitSignal:
@@ -52,3 +57,74 @@ class CommitSignal:
 def _wake(fut: asyncio.Future[None]) -> None:
     if not fut.done():
         fut.set_result(None)
+
+
+# ---- across processes (PostgreSQL) ------------------------------------------------------------------------
+# Another replica's commits reach this process by LISTEN/NOTIFY: a statement trigger on the watched table
+# (the migrations named `h9log_*_notify`) sends NOTIFY <table> with the inserting transaction, and PostgreSQL
+# delivers it when that transaction commits, to every listening session of the database. One listening
+# connection per watched table and process, on a daemon thread, wakes the process's own CommitSignal (or runs
+# `on_commit`); a lost connection is re-opened with a bounded backoff and answered by one wake-up, since
+# commits made while it was down were not heard.
+
+LISTEN_POLL_SECONDS = 0.5
+LISTEN_BACKOFF_MAX = 2.0
+
+
+class CommitListener:
+    """Runs `on_commit()` on its thread for every commit another session (or this process) made on
+    `channel`. Stopped by `stop()`."""
+
+    def __init__(self, url: str, channel: str, on_commit: Callable[[], object]) -> None:
+        self._dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self._channel = channel
+        self._on_commit = on_commit
+        self._stopping = threading.Event()
+        self.listening = threading.Event()  # set once LISTEN is in force (tests wait on it)
+        self._thread = threading.Thread(target=self._run, daemon=True, name=f"listen-{channel}")
+        self._thread.start()
+
+    def _run(self) -> None:
+        delay = 0.05
+        while not self._stopping.is_set():
+            try:
+                with psycopg.connect(self._dsn, autocommit=True) as conn:
+                    conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
+                    self.listening.set()
+                    self._on_commit()  # whatever committed while nobody listened
+                    delay = 0.05
+                    while not self._stopping.is_set():
+                        for _ in conn.notifies(timeout=LISTEN_POLL_SECONDS):
+                            self._on_commit()
+            except psycopg.Error:
+                self.listening.clear()
+                self._stopping.wait(delay)
+                delay = min(delay * 2, LISTEN_BACKOFF_MAX)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._thread.join(LISTEN_POLL_SECONDS * 4)
+
+
+def listen_for_commits(engine: Engine, table: str, on_commit: Callable[[], object]) -> CommitListener | None:
+    """A listener for commits on `table` made by any process, on PostgreSQL; None on SQLite (one process
+    writes a SQLite file, and its own CommitSignal already hears every commit)."""
+    if engine.dialect.name != "postgresql":
+        return None
+    return CommitListener(engine.url.render_as_string(hide_password=False), table, on_commit)
+
+
+def notify_trigger_sql(table: str) -> list[str]:
+    """The statements (PostgreSQL) that make every INSERT on `table` send NOTIFY <table> at commit. A
+    statement-level trigger: one NOTIFY per statement, and PostgreSQL folds equal ones of a transaction."""
+    return [
+        f"CREATE OR REPLACE FUNCTION {table}_notify() RETURNS trigger LANGUAGE plpgsql AS "
+        f"$$ BEGIN PERFORM pg_notify('{table}', ''); RETURN NULL; END $$",
+        f"DROP TRIGGER IF EXISTS {table}_notify ON {table}",
+        f"CREATE TRIGGER {table}_notify AFTER INSERT ON {table} "
+        f"FOR EACH STATEMENT EXECUTE FUNCTION {table}_notify()",
+    ]
+
+
+def drop_notify_trigger_sql(table: str) -> list[str]:
+    return [f"DROP TRIGGER IF EXISTS {table}_notify ON {table}", f"DROP FUNCTION IF EXISTS {table}_notify()"]

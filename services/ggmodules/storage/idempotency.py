@@ -10,6 +10,7 @@ the retry then runs again). No call can act on the state the first one is changi
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 
 from google.protobuf.message import Message
@@ -19,6 +20,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.core.errors import AlreadyExists, Reason
+from ggmodules.storage.columns import SEQ
 
 
 class IdempotencyRow(SQLModel):
@@ -26,6 +28,9 @@ class IdempotencyRow(SQLModel):
     request_id: str = Field(primary_key=True)
     request_hash: str
     response: bytes
+    # When the request id was first claimed (Unix seconds): rows older than the retention window are
+    # pruned (storage/outbox_pruning.py), and a retry arriving after that is answered as a new request.
+    created_at: int = Field(default=0, sa_type=SEQ, index=True)
 
 
 def fingerprint(request_bytes: bytes) -> str:
@@ -68,7 +73,13 @@ class RequestLog:
         dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
         claimed = conn.execute(
             dialect.insert(self._table)
-            .values(method=method, request_id=request_id, request_hash=request_hash, response=b"")
+            .values(
+                method=method,
+                request_id=request_id,
+                request_hash=request_hash,
+                response=b"",
+                created_at=int(time.time()),
+            )
             .on_conflict_do_nothing(index_elements=["method", "request_id"])
             .returning(self._table.c.request_id)
         ).first()
@@ -104,8 +115,9 @@ class RequestLog:
 
 
 class ClaimLost(Exception):
-    """A claim seen taken is not there when read (no row is ever deleted, so this should not happen): the
-    transaction is run again like one that lost to a concurrent one (see storage.contention)."""
+    """A claim seen taken is not there when read (its row was pruned in between, past the retention
+    window): the transaction is run again like one that lost to a concurrent one (see storage.contention),
+    and then claims the request id as new."""
 
     def __init__(self, method: str, request_id: str) -> None:
         super().__init__(f"the claim of request id {request_id!r} ({method}) vanished; run again")

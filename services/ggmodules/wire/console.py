@@ -234,6 +234,7 @@ def folder_pb(f: v.InstanceFolder) -> tel.InstanceFolder:
         successors=list(f.successors),
         subagents=list(f.subagents),
         running=f.running,
+        forks=list(f.forks),
     )
 
 

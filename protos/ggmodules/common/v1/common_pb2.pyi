@@ -24,12 +24,21 @@ class _Kind:
 class _KindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Kind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     KIND_UNSPECIFIED: _Kind.ValueType  # 0
+    """Not a kind: refused wherever a kind is required (INVALID_ARGUMENT, UNKNOWN_KIND)."""
     KIND_HISTORY: _Kind.ValueType  # 1
+    """The window: system-prompt slot, message thread, open views, pinned blocks, turn counter. Every
+    instance holds one (R2); never shared (R15).
+    """
     KIND_MEMORIES: _Kind.ValueType  # 2
+    """Entries under a strategy (scratchpad or markdown_index), each attributed to an agent (R6)."""
     KIND_TASKS: _Kind.ValueType  # 3
+    """Numbered tasks with a status and blocked_by edges forming a DAG; rendered as a message (R5)."""
     KIND_BOARD: _Kind.ValueType  # 4
+    """Issues `PREFIX-N`, one per run, always shared (R14); reached through its tools only (R8)."""
     KIND_SKILLS: _Kind.ValueType  # 5
+    """A catalogue per directory key plus a read set of pinned bodies (R7, R16)."""
     KIND_ARCHIVE: _Kind.ValueType  # 6
+    """Archived threads found with search_archive; reached through its tools only (R8)."""
 
 class Kind(_Kind, metaclass=_KindEnumTypeWrapper):
     """The six kinds of module (R1). The list is closed: any other value is refused with
@@ -37,12 +46,21 @@ class Kind(_Kind, metaclass=_KindEnumTypeWrapper):
     """
 
 KIND_UNSPECIFIED: Kind.ValueType  # 0
+"""Not a kind: refused wherever a kind is required (INVALID_ARGUMENT, UNKNOWN_KIND)."""
 KIND_HISTORY: Kind.ValueType  # 1
+"""The window: system-prompt slot, message thread, open views, pinned blocks, turn counter. Every
+instance holds one (R2); never shared (R15).
+"""
 KIND_MEMORIES: Kind.ValueType  # 2
+"""Entries under a strategy (scratchpad or markdown_index), each attributed to an agent (R6)."""
 KIND_TASKS: Kind.ValueType  # 3
+"""Numbered tasks with a status and blocked_by edges forming a DAG; rendered as a message (R5)."""
 KIND_BOARD: Kind.ValueType  # 4
+"""Issues `PREFIX-N`, one per run, always shared (R14); reached through its tools only (R8)."""
 KIND_SKILLS: Kind.ValueType  # 5
+"""A catalogue per directory key plus a read set of pinned bodies (R7, R16)."""
 KIND_ARCHIVE: Kind.ValueType  # 6
+"""Archived threads found with search_archive; reached through its tools only (R8)."""
 Global___Kind: _TypeAlias = Kind  # noqa: Y015
 
 class _Origin:
@@ -52,6 +70,7 @@ class _Origin:
 class _OriginEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Origin.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     ORIGIN_UNSPECIFIED: _Origin.ValueType  # 0
+    """Not set: never on a roster row the services write."""
     ORIGIN_CREATED: _Origin.ValueType  # 1
     """A new store was minted for this holder."""
     ORIGIN_INHERITED: _Origin.ValueType  # 2
@@ -69,6 +88,7 @@ class Origin(_Origin, metaclass=_OriginEnumTypeWrapper):
     """How a holder came by the store it is bound to (R32)."""
 
 ORIGIN_UNSPECIFIED: Origin.ValueType  # 0
+"""Not set: never on a roster row the services write."""
 ORIGIN_CREATED: Origin.ValueType  # 1
 """A new store was minted for this holder."""
 ORIGIN_INHERITED: Origin.ValueType  # 2
@@ -90,19 +110,33 @@ class _Outcome:
 class _OutcomeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Outcome.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     OUTCOME_UNSPECIFIED: _Outcome.ValueType  # 0
+    """Not set: never in a transfer's answer."""
     OUTCOME_CARRIED: _Outcome.ValueType  # 1
+    """The same store moved to the successor, re-resolved against its profile's caps and mode."""
     OUTCOME_DROPPED: _Outcome.ValueType  # 2
+    """The predecessor's store was drained onto its stream (R30) and not handed on."""
     OUTCOME_REINITIALIZED: _Outcome.ValueType  # 3
+    """The receiving profile configures the kind in a shape the contents cannot be read under (a memory
+    strategy mismatch): a fresh store was started and the opening note says why.
+    """
     OUTCOME_FRESH: _Outcome.ValueType  # 4
+    """Only the successor's profile has the kind: a new, empty store."""
 
 class Outcome(_Outcome, metaclass=_OutcomeEnumTypeWrapper):
     """What a transfer did with one kind (R21)."""
 
 OUTCOME_UNSPECIFIED: Outcome.ValueType  # 0
+"""Not set: never in a transfer's answer."""
 OUTCOME_CARRIED: Outcome.ValueType  # 1
+"""The same store moved to the successor, re-resolved against its profile's caps and mode."""
 OUTCOME_DROPPED: Outcome.ValueType  # 2
+"""The predecessor's store was drained onto its stream (R30) and not handed on."""
 OUTCOME_REINITIALIZED: Outcome.ValueType  # 3
+"""The receiving profile configures the kind in a shape the contents cannot be read under (a memory
+strategy mismatch): a fresh store was started and the opening note says why.
+"""
 OUTCOME_FRESH: Outcome.ValueType  # 4
+"""Only the successor's profile has the kind: a new, empty store."""
 Global___Outcome: _TypeAlias = Outcome  # noqa: Y015
 
 class _MemoryScope:
@@ -112,6 +146,7 @@ class _MemoryScope:
 class _MemoryScopeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MemoryScope.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     MEMORY_SCOPE_UNSPECIFIED: _MemoryScope.ValueType  # 0
+    """Not set: a profile's memories default to `instance`; rows of other kinds carry it."""
     MEMORY_SCOPE_INSTANCE: _MemoryScope.ValueType  # 1
     """Every instance gets its own store; a fork forks it."""
     MEMORY_SCOPE_AGENT: _MemoryScope.ValueType  # 2
@@ -123,6 +158,7 @@ class MemoryScope(_MemoryScope, metaclass=_MemoryScopeEnumTypeWrapper):
     """Declared scope of a memories capability."""
 
 MEMORY_SCOPE_UNSPECIFIED: MemoryScope.ValueType  # 0
+"""Not set: a profile's memories default to `instance`; rows of other kinds carry it."""
 MEMORY_SCOPE_INSTANCE: MemoryScope.ValueType  # 1
 """Every instance gets its own store; a fork forks it."""
 MEMORY_SCOPE_AGENT: MemoryScope.ValueType  # 2
@@ -138,6 +174,7 @@ class _MemoryStrategy:
 class _MemoryStrategyEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_MemoryStrategy.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     MEMORY_STRATEGY_UNSPECIFIED: _MemoryStrategy.ValueType  # 0
+    """Not set: a profile's memories default to `scratchpad`; rows of other kinds carry it."""
     MEMORY_STRATEGY_SCRATCHPAD: _MemoryStrategy.ValueType  # 1
     """One free-text pad, rendered whole."""
     MEMORY_STRATEGY_MARKDOWN_INDEX: _MemoryStrategy.ValueType  # 2
@@ -147,6 +184,7 @@ class MemoryStrategy(_MemoryStrategy, metaclass=_MemoryStrategyEnumTypeWrapper):
     """What a memories store holds and renders (R6)."""
 
 MEMORY_STRATEGY_UNSPECIFIED: MemoryStrategy.ValueType  # 0
+"""Not set: a profile's memories default to `scratchpad`; rows of other kinds carry it."""
 MEMORY_STRATEGY_SCRATCHPAD: MemoryStrategy.ValueType  # 1
 """One free-text pad, rendered whole."""
 MEMORY_STRATEGY_MARKDOWN_INDEX: MemoryStrategy.ValueType  # 2
@@ -160,14 +198,19 @@ class _ErrorReason:
 class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReason.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     ERROR_REASON_UNSPECIFIED: _ErrorReason.ValueType  # 0
+    """Not a reason: never sent."""
     ERROR_REASON_UNKNOWN_KIND: _ErrorReason.ValueType  # 1
     """A kind word or value outside the six."""
     ERROR_REASON_INVALID_FIELD: _ErrorReason.ValueType  # 2
     """A field is missing or malformed."""
     ERROR_REASON_RUN_NOT_FOUND: _ErrorReason.ValueType  # 3
+    """No run has the id given (NOT_FOUND)."""
     ERROR_REASON_AGENT_NOT_FOUND: _ErrorReason.ValueType  # 4
+    """The run has no instance with the agent id given (NOT_FOUND)."""
     ERROR_REASON_STORE_NOT_FOUND: _ErrorReason.ValueType  # 5
+    """No store of the run has the store id given (NOT_FOUND)."""
     ERROR_REASON_PROFILE_NOT_FOUND: _ErrorReason.ValueType  # 6
+    """The run defines no profile of that name (NOT_FOUND)."""
     ERROR_REASON_NOT_A_HOLDER: _ErrorReason.ValueType  # 7
     """The acting agent does not hold the store."""
     ERROR_REASON_READ_ONLY: _ErrorReason.ValueType  # 8
@@ -265,6 +308,15 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """
     ERROR_REASON_AGENT_MISMATCH: _ErrorReason.ValueType  # 45
     """PERMISSION_DENIED: the request names an acting agent other than the one its credential was minted for."""
+    ERROR_REASON_OUTBOX_PRUNED: _ErrorReason.ValueType  # 75
+    """A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
+    `oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at
+    `oldest_origin_seq` - 1 or later and expect a gap (issue 14).
+    """
+    ERROR_REASON_ACK_BEYOND_HEAD: _ErrorReason.ValueType  # 76
+    """An AckOutbox durable_origin_seq past the outbox's newest event (metadata `head_origin_seq`): a
+    follower can only have stored what it was sent. Nothing was recorded.
+    """
 
 class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """The fixed vocabulary of machine-readable refusal reasons, carried as google.rpc.ErrorInfo.reason
@@ -272,14 +324,19 @@ class ErrorReason(_ErrorReason, metaclass=_ErrorReasonEnumTypeWrapper):
     """
 
 ERROR_REASON_UNSPECIFIED: ErrorReason.ValueType  # 0
+"""Not a reason: never sent."""
 ERROR_REASON_UNKNOWN_KIND: ErrorReason.ValueType  # 1
 """A kind word or value outside the six."""
 ERROR_REASON_INVALID_FIELD: ErrorReason.ValueType  # 2
 """A field is missing or malformed."""
 ERROR_REASON_RUN_NOT_FOUND: ErrorReason.ValueType  # 3
+"""No run has the id given (NOT_FOUND)."""
 ERROR_REASON_AGENT_NOT_FOUND: ErrorReason.ValueType  # 4
+"""The run has no instance with the agent id given (NOT_FOUND)."""
 ERROR_REASON_STORE_NOT_FOUND: ErrorReason.ValueType  # 5
+"""No store of the run has the store id given (NOT_FOUND)."""
 ERROR_REASON_PROFILE_NOT_FOUND: ErrorReason.ValueType  # 6
+"""The run defines no profile of that name (NOT_FOUND)."""
 ERROR_REASON_NOT_A_HOLDER: ErrorReason.ValueType  # 7
 """The acting agent does not hold the store."""
 ERROR_REASON_READ_ONLY: ErrorReason.ValueType  # 8
@@ -377,6 +434,15 @@ ErrorInfo metadata `role` and `allowed` say which roles may.
 """
 ERROR_REASON_AGENT_MISMATCH: ErrorReason.ValueType  # 45
 """PERMISSION_DENIED: the request names an acting agent other than the one its credential was minted for."""
+ERROR_REASON_OUTBOX_PRUNED: ErrorReason.ValueType  # 75
+"""A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
+`oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at
+`oldest_origin_seq` - 1 or later and expect a gap (issue 14).
+"""
+ERROR_REASON_ACK_BEYOND_HEAD: ErrorReason.ValueType  # 76
+"""An AckOutbox durable_origin_seq past the outbox's newest event (metadata `head_origin_seq`): a
+follower can only have stored what it was sent. Nothing was recorded.
+"""
 Global___ErrorReason: _TypeAlias = ErrorReason  # noqa: Y015
 
 @_typing.final
@@ -390,7 +456,12 @@ class Caps(_message.Message):
     MAX_ITEMS_FIELD_NUMBER: _builtins.int
     MAX_BYTES_FIELD_NUMBER: _builtins.int
     max_items: _builtins.int
+    """The most items the store may hold; 0 = no cap of the profile's (the service's size limit still holds)."""
     max_bytes: _builtins.int
+    """The most bytes of text the store may hold (a store's size is its text bytes plus 64 bytes per item);
+    0 = no cap of the profile's. Caps tighten forward only (R23): contents already over stay, the next
+    write beyond is refused RESOURCE_EXHAUSTED (CAP_EXCEEDED).
+    """
     def __init__(
         self,
         *,
@@ -451,9 +522,13 @@ class Cost(_message.Message):
     measured_tokens: _builtins.int
     """Tokens this module took in the window on the last reported turn; zero is a measurement."""
     @_builtins.property
-    def unmeasured(self) -> Global___Unmeasured: ...
+    def unmeasured(self) -> Global___Unmeasured:
+        """The runtime has reported no figure for this module."""
+
     @_builtins.property
-    def none_by_construction(self) -> Global___NoneByConstruction: ...
+    def none_by_construction(self) -> Global___NoneByConstruction:
+        """The module cannot cost anything (the archive)."""
+
     def __init__(
         self,
         *,
@@ -485,13 +560,17 @@ class RosterRow(_message.Message):
     MAY_WRITE_FIELD_NUMBER: _builtins.int
     STRATEGY_FIELD_NUMBER: _builtins.int
     kind: Global___Kind.ValueType
+    """The kind this row is about; a roster has one row per kind, in kind order."""
     store_id: _builtins.str
-    """Empty when the capability is off."""
+    """The bound store, `<kind>-<n>` (R34). Empty when the capability is off."""
     enabled: _builtins.bool
+    """Whether the instance's profile turns the kind on (history always is, R2)."""
     origin: Global___Origin.ValueType
+    """How the instance came by the store; ORIGIN_UNSPECIFIED when the capability is off."""
     scope: Global___MemoryScope.ValueType
-    """Memories only."""
+    """Memories only: the scope the profile declares."""
     may_write: _builtins.bool
+    """Whether the instance may write the store (R50); false for a read-only binding or when off."""
     strategy: Global___MemoryStrategy.ValueType
     """Memories only: the strategy the store was created under."""
     def __init__(
@@ -525,7 +604,9 @@ class KindOutcome(_message.Message):
     STORE_ID_AFTER_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
     kind: Global___Kind.ValueType
+    """The kind, one row per kind either agent holds."""
     outcome: Global___Outcome.ValueType
+    """What the transfer did with it."""
     store_id_before: _builtins.str
     """The predecessor's store; empty when it held none."""
     store_id_after: _builtins.str

@@ -50,6 +50,7 @@ class Event(_message.Message):
     origin_seq: _builtins.int
     """Increases by one per event of that origin; the deduplication key with `origin`."""
     run_id: _builtins.str
+    """The run the event belongs to."""
     agent_id: _builtins.str
     """The holder whose stream carries the event (R28). Empty for run-level events."""
     stream_seq: _builtins.int
@@ -57,24 +58,43 @@ class Event(_message.Message):
     kind: _common_pb2.Kind.ValueType
     """The store the event is about, when it is about one."""
     store_id: _builtins.str
+    """The store's id (`<kind>-<n>`); empty when the event is not about one store."""
     @_builtins.property
-    def time(self) -> _timestamp_pb2.Timestamp: ...
+    def time(self) -> _timestamp_pb2.Timestamp:
+        """When the origin committed the change (its clock, UTC)."""
+
     @_builtins.property
-    def write(self) -> Global___WriteEvent: ...
+    def write(self) -> Global___WriteEvent:
+        """The stream's agent wrote the store (R28)."""
+
     @_builtins.property
-    def snapshot(self) -> Global___SnapshotEvent: ...
+    def snapshot(self) -> Global___SnapshotEvent:
+        """Another holder wrote a store this agent holds (R29)."""
+
     @_builtins.property
-    def roster(self) -> Global___RosterEvent: ...
+    def roster(self) -> Global___RosterEvent:
+        """The instance's roster, stated once as it opens (R32)."""
+
     @_builtins.property
-    def bind(self) -> Global___BindEvent: ...
+    def bind(self) -> Global___BindEvent:
+        """The agent was bound to a store."""
+
     @_builtins.property
-    def drain(self) -> Global___DrainEvent: ...
+    def drain(self) -> Global___DrainEvent:
+        """A dropped module drained before it goes (R30)."""
+
     @_builtins.property
-    def restate(self) -> Global___RestateEvent: ...
+    def restate(self) -> Global___RestateEvent:
+        """A module re-stating itself on a successor's stream (R31)."""
+
     @_builtins.property
-    def run(self) -> Global___RunEvent: ...
+    def run(self) -> Global___RunEvent:
+        """The run's lifecycle (no agent_id)."""
+
     @_builtins.property
-    def turn(self) -> Global___TurnEvent: ...
+    def turn(self) -> Global___TurnEvent:
+        """A runtime's per-turn context breakdown (origin "telemetry")."""
+
     def __init__(
         self,
         *,
@@ -117,7 +137,9 @@ class WriteEvent(_message.Message):
     op: _builtins.str
     """The operation, e.g. "append_messages", "create_task"."""
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """The store's figures after the write."""
+
     @_builtins.property
     def delta(self) -> _module_pb2.ModuleContents:
         """What the write added. History: the appended messages (and the system prompt when set). Archive: the
@@ -151,7 +173,9 @@ class SnapshotEvent(_message.Message):
     written_by: _builtins.str
     """The agent whose write caused the snapshot."""
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """The store's figures after the other holder's write."""
+
     @_builtins.property
     def contents(self) -> _module_pb2.ModuleContents:
         """Absent for history and archive, which report no snapshot (R44)."""
@@ -184,6 +208,7 @@ class RosterEvent(_message.Message):
     ROWS_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
     profile: _builtins.str
+    """The instance's profile."""
     parent_agent_id: _builtins.str
     """Set for a subagent or a fork: the agent it came from."""
     predecessor_agent_id: _builtins.str
@@ -193,7 +218,9 @@ class RosterEvent(_message.Message):
     opening_note: _builtins.str
     """A successor's opening note: what arrived and why anything was re-initialized."""
     @_builtins.property
-    def rows(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
+    def rows(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
+        """One row per kind, in kind order, enabled or not."""
+
     def __init__(
         self,
         *,
@@ -224,13 +251,19 @@ class BindEvent(_message.Message):
     CAPS_FIELD_NUMBER: _builtins.int
     FIGURES_FIELD_NUMBER: _builtins.int
     origin: _common_pb2.Origin.ValueType
+    """How the agent came by the store."""
     source_store_id: _builtins.str
     """For forks: the store copied from. For shares: empty (store_id is the shared one)."""
     may_write: _builtins.bool
+    """Whether the agent may write the store."""
     @_builtins.property
-    def caps(self) -> _common_pb2.Caps: ...
+    def caps(self) -> _common_pb2.Caps:
+        """The caps the store is held to from now on."""
+
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """The store's figures at the moment of binding."""
+
     def __init__(
         self,
         *,
@@ -257,8 +290,11 @@ class DrainEvent(_message.Message):
     FIGURES_FIELD_NUMBER: _builtins.int
     SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
     successor_agent_id: _builtins.str
+    """The successor the transfer that dropped it created."""
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """The store's figures as it leaves."""
+
     def __init__(
         self,
         *,
@@ -284,11 +320,17 @@ class RestateEvent(_message.Message):
     CONTENTS_FIELD_NUMBER: _builtins.int
     PREDECESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
     outcome: _common_pb2.Outcome.ValueType
+    """How the module arrived (carried, reinitialized, fresh)."""
     predecessor_agent_id: _builtins.str
+    """The agent the module came from; empty for a fresh one."""
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """The store's figures on arrival."""
+
     @_builtins.property
-    def contents(self) -> _module_pb2.ModuleContents: ...
+    def contents(self) -> _module_pb2.ModuleContents:
+        """The store's contents on arrival (absent for history and archive, as for snapshots)."""
+
     def __init__(
         self,
         *,
@@ -314,7 +356,9 @@ class RunEvent(_message.Message):
     STATUS_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     status: _builtins.str
+    """"created", "running", "finished" or "internal_error"."""
     detail: _builtins.str
+    """Why, for internal_error (R26): what the transfer met; empty otherwise."""
     def __init__(
         self,
         *,
@@ -340,6 +384,7 @@ class TurnEvent(_message.Message):
     TURN_FIELD_NUMBER: _builtins.int
     MODULES_FIELD_NUMBER: _builtins.int
     turn: _builtins.int
+    """The window's turn the figures are for; increases per agent."""
     @_builtins.property
     def modules(self) -> _containers.RepeatedCompositeFieldContainer[Global___TurnModule]:
         """Tokens per module in the window on this turn; a module not listed is unmeasured."""
@@ -368,8 +413,11 @@ class TurnModule(_message.Message):
     STORE_ID_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The module's kind (never archive: none by construction)."""
     store_id: _builtins.str
+    """The agent's store of that kind."""
     tokens: _builtins.int
+    """Tokens it took in the window; 0 is a measurement."""
     def __init__(
         self,
         *,

@@ -27,18 +27,29 @@ class _TaskStatus:
 class _TaskStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TaskStatus.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TASK_STATUS_UNSPECIFIED: _TaskStatus.ValueType  # 0
+    """Not set: on an update, leaves the status as it is; a new task is open."""
     TASK_STATUS_OPEN: _TaskStatus.ValueType  # 1
+    """Not started."""
     TASK_STATUS_IN_PROGRESS: _TaskStatus.ValueType  # 2
+    """Being worked on."""
     TASK_STATUS_DONE: _TaskStatus.ValueType  # 3
+    """Finished."""
     TASK_STATUS_CANCELLED: _TaskStatus.ValueType  # 4
+    """Given up; it stays in the list."""
 
-class TaskStatus(_TaskStatus, metaclass=_TaskStatusEnumTypeWrapper): ...
+class TaskStatus(_TaskStatus, metaclass=_TaskStatusEnumTypeWrapper):
+    """Where a task stands."""
 
 TASK_STATUS_UNSPECIFIED: TaskStatus.ValueType  # 0
+"""Not set: on an update, leaves the status as it is; a new task is open."""
 TASK_STATUS_OPEN: TaskStatus.ValueType  # 1
+"""Not started."""
 TASK_STATUS_IN_PROGRESS: TaskStatus.ValueType  # 2
+"""Being worked on."""
 TASK_STATUS_DONE: TaskStatus.ValueType  # 3
+"""Finished."""
 TASK_STATUS_CANCELLED: TaskStatus.ValueType  # 4
+"""Given up; it stays in the list."""
 Global___TaskStatus: _TypeAlias = TaskStatus  # noqa: Y015
 
 class _IssueStatus:
@@ -48,18 +59,29 @@ class _IssueStatus:
 class _IssueStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_IssueStatus.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     ISSUE_STATUS_UNSPECIFIED: _IssueStatus.ValueType  # 0
+    """Not set: on an update, leaves the status as it is; a new issue is open."""
     ISSUE_STATUS_OPEN: _IssueStatus.ValueType  # 1
+    """Filed, not started."""
     ISSUE_STATUS_IN_PROGRESS: _IssueStatus.ValueType  # 2
+    """Being worked on."""
     ISSUE_STATUS_DONE: _IssueStatus.ValueType  # 3
+    """Worked out."""
     ISSUE_STATUS_CLOSED: _IssueStatus.ValueType  # 4
+    """Closed without more work."""
 
-class IssueStatus(_IssueStatus, metaclass=_IssueStatusEnumTypeWrapper): ...
+class IssueStatus(_IssueStatus, metaclass=_IssueStatusEnumTypeWrapper):
+    """Where a board issue stands."""
 
 ISSUE_STATUS_UNSPECIFIED: IssueStatus.ValueType  # 0
+"""Not set: on an update, leaves the status as it is; a new issue is open."""
 ISSUE_STATUS_OPEN: IssueStatus.ValueType  # 1
+"""Filed, not started."""
 ISSUE_STATUS_IN_PROGRESS: IssueStatus.ValueType  # 2
+"""Being worked on."""
 ISSUE_STATUS_DONE: IssueStatus.ValueType  # 3
+"""Worked out."""
 ISSUE_STATUS_CLOSED: IssueStatus.ValueType  # 4
+"""Closed without more work."""
 Global___IssueStatus: _TypeAlias = IssueStatus  # noqa: Y015
 
 @_typing.final
@@ -77,6 +99,7 @@ class Message(_message.Message):
     role: _builtins.str
     """Free-form role: "user", "assistant", "tool", ..."""
     content: _builtins.str
+    """The message's text (at most 256 KiB)."""
     turn: _builtins.int
     """The turn the message was written in."""
     def __init__(
@@ -104,7 +127,9 @@ class Block(_message.Message):
     ID_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     id: _builtins.str
+    """The name the runtime gave it; unique among the window's views, and among its blocks."""
     content: _builtins.str
+    """Its text, rendered into the window after the thread."""
     def __init__(
         self,
         *,
@@ -135,15 +160,23 @@ class HistoryContents(_message.Message):
     system_prompt: _builtins.str
     """Empty until the holder sets it; never inherited (R24)."""
     system_prompt_set: _builtins.bool
+    """Whether the slot has been set (it is set once, R9; an empty prompt can be set)."""
     turn: _builtins.int
+    """The turn counter: the last turn started; never renumbered by a transfer (R24)."""
     message_count: _builtins.int
     """Total messages in the thread; `messages` may be a page of them."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]:
+        """The thread in seq order, or one page of it (GetStore pages a history's messages)."""
+
     @_builtins.property
-    def open_views(self) -> _containers.RepeatedCompositeFieldContainer[Global___Block]: ...
+    def open_views(self) -> _containers.RepeatedCompositeFieldContainer[Global___Block]:
+        """Open views, rendered after the thread."""
+
     @_builtins.property
-    def pinned_blocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Block]: ...
+    def pinned_blocks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Block]:
+        """Pinned blocks, rendered last."""
+
     def __init__(
         self,
         *,
@@ -176,9 +209,11 @@ class MemoryEntry(_message.Message):
     name: _builtins.str
     """Scratchpad: "pad". Markdown index: the file name."""
     body: _builtins.str
+    """The entry's text: the pad, or the file's markdown (not rendered for markdown_index)."""
     index_line: _builtins.str
     """Markdown index only: the line rendered into the index."""
     agent_id: _builtins.str
+    """The agent the entry is attributed to; a fork re-stamps the copy's entries (R17)."""
     def __init__(
         self,
         *,
@@ -197,13 +232,18 @@ Global___MemoryEntry: _TypeAlias = MemoryEntry  # noqa: Y015
 
 @_typing.final
 class MemoriesContents(_message.Message):
+    """A memories store: its strategy and its entries."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     STRATEGY_FIELD_NUMBER: _builtins.int
     ENTRIES_FIELD_NUMBER: _builtins.int
     strategy: _common_pb2.MemoryStrategy.ValueType
+    """The strategy the store was created under; it decides what renders (R6)."""
     @_builtins.property
-    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryEntry]: ...
+    def entries(self) -> _containers.RepeatedCompositeFieldContainer[Global___MemoryEntry]:
+        """The entries, by name."""
+
     def __init__(
         self,
         *,
@@ -220,6 +260,8 @@ Global___MemoriesContents: _TypeAlias = MemoriesContents  # noqa: Y015
 
 @_typing.final
 class Task(_message.Message):
+    """One task of a task list."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
@@ -230,8 +272,11 @@ class Task(_message.Message):
     id: _builtins.int
     """Monotonic per store, carried forward by forks (R11)."""
     title: _builtins.str
+    """A one-line title."""
     description: _builtins.str
+    """Free text; may be empty."""
     status: Global___TaskStatus.ValueType
+    """Where it stands."""
     @_builtins.property
     def blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """Ids of tasks this one waits on; the edges form a DAG."""
@@ -255,6 +300,8 @@ Global___Task: _TypeAlias = Task  # noqa: Y015
 
 @_typing.final
 class TasksContents(_message.Message):
+    """A task list (R5)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TASKS_FIELD_NUMBER: _builtins.int
@@ -262,7 +309,9 @@ class TasksContents(_message.Message):
     next_id: _builtins.int
     """The id the next task will get."""
     @_builtins.property
-    def tasks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Task]: ...
+    def tasks(self) -> _containers.RepeatedCompositeFieldContainer[Global___Task]:
+        """Every task, by id."""
+
     def __init__(
         self,
         *,
@@ -279,6 +328,8 @@ Global___TasksContents: _TypeAlias = TasksContents  # noqa: Y015
 
 @_typing.final
 class Issue(_message.Message):
+    """One board issue."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
@@ -288,8 +339,11 @@ class Issue(_message.Message):
     id: _builtins.str
     """"PREFIX-N", N counting from 1 per prefix per board."""
     title: _builtins.str
+    """A one-line title."""
     body: _builtins.str
+    """Free text; may be empty."""
     status: Global___IssueStatus.ValueType
+    """Where it stands."""
     def __init__(
         self,
         *,
@@ -308,12 +362,16 @@ Global___Issue: _TypeAlias = Issue  # noqa: Y015
 
 @_typing.final
 class PrefixCounter(_message.Message):
+    """The counter of one issue prefix on a board (one board per run, so `PREFIX-N` is never handed out twice)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PREFIX_FIELD_NUMBER: _builtins.int
     LAST_FIELD_NUMBER: _builtins.int
     prefix: _builtins.str
+    """The prefix, e.g. "GG"."""
     last: _builtins.int
+    """The last N handed out under it."""
     def __init__(
         self,
         *,
@@ -330,14 +388,20 @@ Global___PrefixCounter: _TypeAlias = PrefixCounter  # noqa: Y015
 
 @_typing.final
 class BoardContents(_message.Message):
+    """A run's board (R14)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ISSUES_FIELD_NUMBER: _builtins.int
     COUNTERS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def issues(self) -> _containers.RepeatedCompositeFieldContainer[Global___Issue]: ...
+    def issues(self) -> _containers.RepeatedCompositeFieldContainer[Global___Issue]:
+        """Every issue."""
+
     @_builtins.property
-    def counters(self) -> _containers.RepeatedCompositeFieldContainer[Global___PrefixCounter]: ...
+    def counters(self) -> _containers.RepeatedCompositeFieldContainer[Global___PrefixCounter]:
+        """One counter per prefix ever used."""
+
     def __init__(
         self,
         *,
@@ -354,14 +418,19 @@ Global___BoardContents: _TypeAlias = BoardContents  # noqa: Y015
 
 @_typing.final
 class Skill(_message.Message):
+    """One skill of a catalogue."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """Unique within the catalogue."""
     description: _builtins.str
+    """Rendered in the catalogue (R7)."""
     body: _builtins.str
+    """Rendered only while the skill is in the holder's read set."""
     def __init__(
         self,
         *,
@@ -379,14 +448,19 @@ Global___Skill: _TypeAlias = Skill  # noqa: Y015
 
 @_typing.final
 class SkillsContents(_message.Message):
+    """A skills module: the shared catalogue of a directory and this holder's read set (R16)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DIRECTORY_FIELD_NUMBER: _builtins.int
     CATALOGUE_FIELD_NUMBER: _builtins.int
     READ_SET_FIELD_NUMBER: _builtins.int
     directory: _builtins.str
+    """The directory key the catalogue is bound to; every holder naming it shares the catalogue."""
     @_builtins.property
-    def catalogue(self) -> _containers.RepeatedCompositeFieldContainer[Global___Skill]: ...
+    def catalogue(self) -> _containers.RepeatedCompositeFieldContainer[Global___Skill]:
+        """Every skill in the catalogue."""
+
     @_builtins.property
     def read_set(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """Skills whose bodies are pinned in this holder's window."""
@@ -408,15 +482,21 @@ Global___SkillsContents: _TypeAlias = SkillsContents  # noqa: Y015
 
 @_typing.final
 class ArchivedThread(_message.Message):
+    """A thread put away with archive_thread."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ID_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     id: _builtins.int
+    """Monotonic per archive, carried forward by forks."""
     title: _builtins.str
+    """Its title (matches in it count double in a search)."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___Message]:
+        """Its messages, in order."""
+
     def __init__(
         self,
         *,
@@ -434,11 +514,15 @@ Global___ArchivedThread: _TypeAlias = ArchivedThread  # noqa: Y015
 
 @_typing.final
 class ArchiveContents(_message.Message):
+    """An archive, or one page of its threads (GetStore pages them)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     THREADS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def threads(self) -> _containers.RepeatedCompositeFieldContainer[Global___ArchivedThread]: ...
+    def threads(self) -> _containers.RepeatedCompositeFieldContainer[Global___ArchivedThread]:
+        """The threads, oldest first."""
+
     def __init__(
         self,
         *,
@@ -465,17 +549,29 @@ class ModuleContents(_message.Message):
     SKILLS_FIELD_NUMBER: _builtins.int
     ARCHIVE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def history(self) -> Global___HistoryContents: ...
+    def history(self) -> Global___HistoryContents:
+        """A window."""
+
     @_builtins.property
-    def memories(self) -> Global___MemoriesContents: ...
+    def memories(self) -> Global___MemoriesContents:
+        """A memories store."""
+
     @_builtins.property
-    def tasks(self) -> Global___TasksContents: ...
+    def tasks(self) -> Global___TasksContents:
+        """A task list."""
+
     @_builtins.property
-    def board(self) -> Global___BoardContents: ...
+    def board(self) -> Global___BoardContents:
+        """A board."""
+
     @_builtins.property
-    def skills(self) -> Global___SkillsContents: ...
+    def skills(self) -> Global___SkillsContents:
+        """A skills module."""
+
     @_builtins.property
-    def archive(self) -> Global___ArchiveContents: ...
+    def archive(self) -> Global___ArchiveContents:
+        """An archive."""
+
     def __init__(
         self,
         *,

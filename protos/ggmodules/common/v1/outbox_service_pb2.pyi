@@ -23,6 +23,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 class WatchOutboxRequest(_message.Message):
     """The messages of the outbox protocol. The service that carries them, OutboxService, is internal: see
     ggmodules/internal/v1/outbox_service.proto.
+
+    Where to start following an outbox.
     """
 
     DESCRIPTOR: _descriptor.Descriptor
@@ -30,6 +32,7 @@ class WatchOutboxRequest(_message.Message):
     AFTER_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
     HEARTBEAT_MS_FIELD_NUMBER: _builtins.int
     after_origin_seq: _builtins.int
+    """Exclusive: events after this origin_seq (0 = from the oldest the outbox holds)."""
     heartbeat_ms: _builtins.int
     """How long an idle stream waits before a heartbeat: 0 = the service's default (1000), otherwise between
     50 and 60000 (INVALID_ARGUMENT outside them).
@@ -50,6 +53,8 @@ Global___WatchOutboxRequest: _TypeAlias = WatchOutboxRequest  # noqa: Y015
 
 @_typing.final
 class WatchOutboxResponse(_message.Message):
+    """A batch of events, or a heartbeat."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENTS_FIELD_NUMBER: _builtins.int
@@ -78,6 +83,8 @@ Global___WatchOutboxResponse: _TypeAlias = WatchOutboxResponse  # noqa: Y015
 
 @_typing.final
 class AckOutboxRequest(_message.Message):
+    """A follower's durable position (taken ahead of issue 14; not yet served)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     FOLLOWER_FIELD_NUMBER: _builtins.int
@@ -102,6 +109,8 @@ Global___AckOutboxRequest: _TypeAlias = AckOutboxRequest  # noqa: Y015
 
 @_typing.final
 class AckOutboxResponse(_message.Message):
+    """Empty: the position is recorded."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(

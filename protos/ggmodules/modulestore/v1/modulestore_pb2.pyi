@@ -28,6 +28,7 @@ class _BindAction:
 class _BindActionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_BindAction.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     BIND_ACTION_UNSPECIFIED: _BindAction.ValueType  # 0
+    """Not an action: refused (INVALID_ARGUMENT)."""
     BIND_ACTION_DISABLED: _BindAction.ValueType  # 1
     """The capability is off: nothing is bound, the roster row says so."""
     BIND_ACTION_CREATE: _BindAction.ValueType  # 2
@@ -45,6 +46,7 @@ class BindAction(_BindAction, metaclass=_BindActionEnumTypeWrapper):
     """How BindInstance gets a store for one kind."""
 
 BIND_ACTION_UNSPECIFIED: BindAction.ValueType  # 0
+"""Not an action: refused (INVALID_ARGUMENT)."""
 BIND_ACTION_DISABLED: BindAction.ValueType  # 1
 """The capability is off: nothing is bound, the roster row says so."""
 BIND_ACTION_CREATE: BindAction.ValueType  # 2
@@ -66,6 +68,7 @@ class _SearchMode:
 class _SearchModeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_SearchMode.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     SEARCH_MODE_UNSPECIFIED: _SearchMode.ValueType  # 0
+    """Not set: TEXT."""
     SEARCH_MODE_TEXT: _SearchMode.ValueType  # 1
     """The full-text index: the query language's words, phrases and prefixes."""
     SEARCH_MODE_SEMANTIC: _SearchMode.ValueType  # 2
@@ -77,6 +80,7 @@ class SearchMode(_SearchMode, metaclass=_SearchModeEnumTypeWrapper):
     """How SearchArchive matches a query to threads."""
 
 SEARCH_MODE_UNSPECIFIED: SearchMode.ValueType  # 0
+"""Not set: TEXT."""
 SEARCH_MODE_TEXT: SearchMode.ValueType  # 1
 """The full-text index: the query language's words, phrases and prefixes."""
 SEARCH_MODE_SEMANTIC: SearchMode.ValueType  # 2
@@ -96,8 +100,11 @@ class Holder(_message.Message):
     MAY_WRITE_FIELD_NUMBER: _builtins.int
     ACTIVE_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    """The holding agent (an instance of the store's run)."""
     origin: _common_pb2.Origin.ValueType
+    """How it came by the store (R32)."""
     may_write: _builtins.bool
+    """Whether it may write the store (R50)."""
     active: _builtins.bool
     """False once the holder let the store go (a transfer dropped or handed it on)."""
     def __init__(
@@ -132,19 +139,29 @@ class Store(_message.Message):
     STRATEGY_FIELD_NUMBER: _builtins.int
     SKILLS_DIRECTORY_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run the store belongs to; stores never cross runs."""
     store_id: _builtins.str
+    """`<kind>-<n>` (R34)."""
     kind: _common_pb2.Kind.ValueType
+    """What it holds."""
     forked_from: _builtins.str
     """The store this one was forked from, if any."""
     strategy: _common_pb2.MemoryStrategy.ValueType
-    """For memories: the strategy; for skills: the catalogue's directory key."""
+    """For memories: the strategy (UNSPECIFIED for other kinds)."""
     skills_directory: _builtins.str
+    """For skills: the catalogue's directory key (empty for other kinds)."""
     @_builtins.property
-    def caps(self) -> _common_pb2.Caps: ...
+    def caps(self) -> _common_pb2.Caps:
+        """The caps it is held to now (re-pointed by a transfer only for a sole holder, R22)."""
+
     @_builtins.property
-    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___Holder]: ...
+    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___Holder]:
+        """Every agent that holds or held it, active or not."""
+
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """Its figures now."""
+
     def __init__(
         self,
         *,
@@ -184,19 +201,31 @@ class Binding(_message.Message):
     SKILLS_DIRECTORY_FIELD_NUMBER: _builtins.int
     READ_SET_SOURCE_AGENT_ID_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The kind this part binds; a plan has at most one binding per kind."""
     action: Global___BindAction.ValueType
+    """How the store is got."""
     source_store_id: _builtins.str
+    """SHARE and FORK: the store shared or copied (of the same run and kind)."""
     named_key: _builtins.str
+    """NAMED: the key the run's store is registered under ("run/board", "profile/<name>/memories",
+    "skills/<directory>").
+    """
     origin: _common_pb2.Origin.ValueType
     """The origin the roster reports; the service corrects it where a kind override applies."""
     may_write: _builtins.bool
+    """Whether the new holder may write the store."""
     strategy: _common_pb2.MemoryStrategy.ValueType
+    """Memories: the strategy of a store this binding mints (UNSPECIFIED: scratchpad)."""
     scope: _common_pb2.MemoryScope.ValueType
+    """Memories: the declared scope, reported on the roster row."""
     skills_directory: _builtins.str
+    """Skills: the catalogue's directory key."""
     read_set_source_agent_id: _builtins.str
     """Skills only: the holder whose read set a fork copies or a share aliases."""
     @_builtins.property
-    def caps(self) -> _common_pb2.Caps: ...
+    def caps(self) -> _common_pb2.Caps:
+        """The caps the profile resolves for the kind (set on a store this binding mints)."""
+
     def __init__(
         self,
         *,
@@ -229,7 +258,9 @@ class MessageInput(_message.Message):
     ROLE_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     role: _builtins.str
+    """Free-form role: "user", "assistant", "tool", ...; required."""
     content: _builtins.str
+    """The text (at most 256 KiB)."""
     def __init__(
         self,
         *,
@@ -255,11 +286,15 @@ class Contribution(_message.Message):
     CONTRIBUTES_NOTHING_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The module's kind; contributions come in kind order."""
     store_id: _builtins.str
+    """The holder's store of that kind."""
     contributes_nothing: _builtins.bool
     """Board and archive contribute nothing (R8): no messages, and this is true."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___PromptMessage]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[Global___PromptMessage]:
+        """The rendered messages, in the order they go into the request (R4–R7)."""
+
     def __init__(
         self,
         *,
@@ -288,6 +323,7 @@ class PromptMessage(_message.Message):
     role: _builtins.str
     """"system", "user", "assistant", ... as stored; module sections render as "system"."""
     content: _builtins.str
+    """The rendered text."""
     section: _builtins.str
     """Which part of the module produced it: "system_prompt", "thread", "open_view", "pinned_block",
     "tasks", "scratchpad", "memory_index", "skills_catalogue", "skill_body".
@@ -318,8 +354,11 @@ class ToolDefinition(_message.Message):
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     PARAMETERS_JSON_SCHEMA_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The kind whose store the tool acts on."""
     name: _builtins.str
+    """The tool's name, unique across kinds (e.g. "create_task", "search_archive"); what CallTool takes."""
     description: _builtins.str
+    """What the model is told the tool does."""
     parameters_json_schema: _builtins.str
     """JSON schema of the arguments object."""
     def __init__(
@@ -348,6 +387,7 @@ class ArchiveHit(_message.Message):
     SCORE_FIELD_NUMBER: _builtins.int
     SNIPPET_FIELD_NUMBER: _builtins.int
     thread_id: _builtins.int
+    """The matching thread's id in the searched archive (or its parent's, up to a fork)."""
     score: _builtins.float
     """Relevance, higher is better; comparable within one response only (each backend and mode scores its own
     way).

@@ -24,6 +24,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class BindInstanceRequest(_message.Message):
+    """Asks ModuleStore to bind a newly minted agent (Registry's plan, one binding per kind)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -34,10 +36,17 @@ class BindInstanceRequest(_message.Message):
     CAUSE_FIELD_NUMBER: _builtins.int
     BINDINGS_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection. At most 128 printable characters, as every id.
+    """
     run_id: _builtins.str
+    """The run the agent belongs to; every store bound is of this run."""
     agent_id: _builtins.str
+    """The new agent's id, minted by Registry (e.g. "planner-0")."""
     profile: _builtins.str
+    """The agent's profile, named in its roster event."""
     parent_agent_id: _builtins.str
+    """The spawner (spawn) or the original (fork); empty for an opened root instance."""
     cause: _builtins.str
     """"open", "spawn" or "fork"."""
     @_builtins.property
@@ -65,6 +74,8 @@ Global___BindInstanceRequest: _TypeAlias = BindInstanceRequest  # noqa: Y015
 
 @_typing.final
 class BindInstanceResponse(_message.Message):
+    """The roster the new agent states (R32)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ROSTER_FIELD_NUMBER: _builtins.int
@@ -87,10 +98,15 @@ Global___BindInstanceResponse: _TypeAlias = BindInstanceResponse  # noqa: Y015
 
 @_typing.final
 class SetSystemPrompt(_message.Message):
+    """History: sets the window's system-prompt slot, once (R9; a second set is FAILED_PRECONDITION,
+    SYSTEM_PROMPT_ALREADY_SET).
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TEXT_FIELD_NUMBER: _builtins.int
     text: _builtins.str
+    """The system prompt (at most 256 KiB)."""
     def __init__(
         self,
         *,
@@ -106,6 +122,8 @@ Global___SetSystemPrompt: _TypeAlias = SetSystemPrompt  # noqa: Y015
 
 @_typing.final
 class AppendMessages(_message.Message):
+    """History: appends messages to the thread."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     MESSAGES_FIELD_NUMBER: _builtins.int
@@ -113,7 +131,9 @@ class AppendMessages(_message.Message):
     start_turn: _builtins.bool
     """Advance the turn counter before appending."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.MessageInput]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.MessageInput]:
+        """The messages, in order; each gets the next seq and the current turn."""
+
     def __init__(
         self,
         *,
@@ -130,12 +150,16 @@ Global___AppendMessages: _TypeAlias = AppendMessages  # noqa: Y015
 
 @_typing.final
 class OpenView(_message.Message):
+    """History: opens a view, rendered after the thread; opening an open view replaces its content."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VIEW_ID_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     view_id: _builtins.str
+    """The view's name in this window."""
     content: _builtins.str
+    """Its text."""
     def __init__(
         self,
         *,
@@ -152,10 +176,13 @@ Global___OpenView: _TypeAlias = OpenView  # noqa: Y015
 
 @_typing.final
 class CloseView(_message.Message):
+    """History: closes an open view (ENTRY_NOT_FOUND when none is open under that id)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     VIEW_ID_FIELD_NUMBER: _builtins.int
     view_id: _builtins.str
+    """The view to close."""
     def __init__(
         self,
         *,
@@ -171,12 +198,16 @@ Global___CloseView: _TypeAlias = CloseView  # noqa: Y015
 
 @_typing.final
 class PinBlock(_message.Message):
+    """History: pins a block, rendered last; pinning an existing id replaces its content."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BLOCK_ID_FIELD_NUMBER: _builtins.int
     CONTENT_FIELD_NUMBER: _builtins.int
     block_id: _builtins.str
+    """The block's name in this window."""
     content: _builtins.str
+    """Its text."""
     def __init__(
         self,
         *,
@@ -193,10 +224,13 @@ Global___PinBlock: _TypeAlias = PinBlock  # noqa: Y015
 
 @_typing.final
 class UnpinBlock(_message.Message):
+    """History: unpins a block (ENTRY_NOT_FOUND when none has that id)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     BLOCK_ID_FIELD_NUMBER: _builtins.int
     block_id: _builtins.str
+    """The block to unpin."""
     def __init__(
         self,
         *,
@@ -212,10 +246,13 @@ Global___UnpinBlock: _TypeAlias = UnpinBlock  # noqa: Y015
 
 @_typing.final
 class WritePad(_message.Message):
+    """Memories (scratchpad): replaces the pad (WRONG_KIND on a markdown_index store)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TEXT_FIELD_NUMBER: _builtins.int
     text: _builtins.str
+    """The whole new pad."""
     def __init__(
         self,
         *,
@@ -231,14 +268,19 @@ Global___WritePad: _TypeAlias = WritePad  # noqa: Y015
 
 @_typing.final
 class WriteFile(_message.Message):
+    """Memories (markdown_index): writes or replaces a named file and its index line (WRONG_KIND on a scratchpad)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     INDEX_LINE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The file's name, unique in the store."""
     body: _builtins.str
+    """Its markdown (not rendered; reached by reading the store)."""
     index_line: _builtins.str
+    """The line the rendered index shows for it."""
     def __init__(
         self,
         *,
@@ -256,10 +298,13 @@ Global___WriteFile: _TypeAlias = WriteFile  # noqa: Y015
 
 @_typing.final
 class DeleteFile(_message.Message):
+    """Memories (markdown_index): deletes a file (ENTRY_NOT_FOUND when absent)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The file to delete."""
     def __init__(
         self,
         *,
@@ -275,15 +320,23 @@ Global___DeleteFile: _TypeAlias = DeleteFile  # noqa: Y015
 
 @_typing.final
 class CreateTask(_message.Message):
+    """Tasks: adds a task with the next id; its blocked_by edges must name existing tasks (DANGLING_EDGE) and keep
+    the graph acyclic.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TITLE_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     BLOCKED_BY_FIELD_NUMBER: _builtins.int
     title: _builtins.str
+    """A one-line title; required."""
     description: _builtins.str
+    """Free text; optional."""
     @_builtins.property
-    def blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Ids of existing tasks this one waits on."""
+
     def __init__(
         self,
         *,
@@ -301,6 +354,10 @@ Global___CreateTask: _TypeAlias = CreateTask  # noqa: Y015
 
 @_typing.final
 class UpdateTask(_message.Message):
+    """Tasks: changes a task's status or edges; an edge closing a cycle is refused (FAILED_PRECONDITION,
+    TASK_CYCLE), store unchanged.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TASK_ID_FIELD_NUMBER: _builtins.int
@@ -308,12 +365,17 @@ class UpdateTask(_message.Message):
     ADD_BLOCKED_BY_FIELD_NUMBER: _builtins.int
     REMOVE_BLOCKED_BY_FIELD_NUMBER: _builtins.int
     task_id: _builtins.int
+    """The task to change (ENTRY_NOT_FOUND when absent)."""
     status: _module_pb2.TaskStatus.ValueType
     """Left unchanged when UNSPECIFIED."""
     @_builtins.property
-    def add_blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def add_blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Edges to add: ids of existing tasks it will wait on."""
+
     @_builtins.property
-    def remove_blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def remove_blocked_by(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Edges to remove."""
+
     def __init__(
         self,
         *,
@@ -332,14 +394,19 @@ Global___UpdateTask: _TypeAlias = UpdateTask  # noqa: Y015
 
 @_typing.final
 class CreateIssue(_message.Message):
+    """Board: files an issue `PREFIX-N` with the prefix's next N."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PREFIX_FIELD_NUMBER: _builtins.int
     TITLE_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     prefix: _builtins.str
+    """The id prefix, e.g. "GG"; its counter is the board's, so N is never handed out twice (R14)."""
     title: _builtins.str
+    """A one-line title; required."""
     body: _builtins.str
+    """Free text; optional."""
     def __init__(
         self,
         *,
@@ -357,12 +424,15 @@ Global___CreateIssue: _TypeAlias = CreateIssue  # noqa: Y015
 
 @_typing.final
 class UpdateIssue(_message.Message):
+    """Board: changes an issue's status or body."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ISSUE_ID_FIELD_NUMBER: _builtins.int
     STATUS_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     issue_id: _builtins.str
+    """The issue, "PREFIX-N" (ENTRY_NOT_FOUND when absent)."""
     status: _module_pb2.IssueStatus.ValueType
     """Left unchanged when UNSPECIFIED."""
     body: _builtins.str
@@ -384,14 +454,19 @@ Global___UpdateIssue: _TypeAlias = UpdateIssue  # noqa: Y015
 
 @_typing.final
 class PutSkill(_message.Message):
+    """Skills: adds or replaces a skill in the shared catalogue of the store's directory."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     DESCRIPTION_FIELD_NUMBER: _builtins.int
     BODY_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The skill's name, unique in the catalogue."""
     description: _builtins.str
+    """What the catalogue shows for it (R7)."""
     body: _builtins.str
+    """The text pinned while the skill is in a read set."""
     def __init__(
         self,
         *,
@@ -409,10 +484,13 @@ Global___PutSkill: _TypeAlias = PutSkill  # noqa: Y015
 
 @_typing.final
 class ReadSkill(_message.Message):
+    """Skills: adds a skill to this holder's read set, so its body renders in the window."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """A skill of the catalogue (ENTRY_NOT_FOUND when absent)."""
     def __init__(
         self,
         *,
@@ -428,13 +506,18 @@ Global___ReadSkill: _TypeAlias = ReadSkill  # noqa: Y015
 
 @_typing.final
 class ArchiveThread(_message.Message):
+    """Archive: puts a thread away (indexed for SearchArchive in the same transaction)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TITLE_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     title: _builtins.str
+    """The thread's title."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.MessageInput]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.MessageInput]:
+        """Its messages, in order."""
+
     def __init__(
         self,
         *,
@@ -451,6 +534,8 @@ Global___ArchiveThread: _TypeAlias = ArchiveThread  # noqa: Y015
 
 @_typing.final
 class WriteRequest(_message.Message):
+    """One write to one store, made by one of its holders with write access (R50)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -474,42 +559,81 @@ class WriteRequest(_message.Message):
     READ_SKILL_FIELD_NUMBER: _builtins.int
     ARCHIVE_THREAD_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The run of the agent and the store."""
     agent_id: _builtins.str
     """The acting agent: the holder the write is attributed to (R28)."""
     store_id: _builtins.str
+    """The store to write; the agent must hold it (NOT_A_HOLDER) with write access (READ_ONLY), and the op must
+    fit its kind (WRONG_KIND).
+    """
     @_builtins.property
-    def set_system_prompt(self) -> Global___SetSystemPrompt: ...
+    def set_system_prompt(self) -> Global___SetSystemPrompt:
+        """History: set the system prompt once."""
+
     @_builtins.property
-    def append_messages(self) -> Global___AppendMessages: ...
+    def append_messages(self) -> Global___AppendMessages:
+        """History: append messages."""
+
     @_builtins.property
-    def open_view(self) -> Global___OpenView: ...
+    def open_view(self) -> Global___OpenView:
+        """History: open a view."""
+
     @_builtins.property
-    def close_view(self) -> Global___CloseView: ...
+    def close_view(self) -> Global___CloseView:
+        """History: close a view."""
+
     @_builtins.property
-    def pin_block(self) -> Global___PinBlock: ...
+    def pin_block(self) -> Global___PinBlock:
+        """History: pin a block."""
+
     @_builtins.property
-    def unpin_block(self) -> Global___UnpinBlock: ...
+    def unpin_block(self) -> Global___UnpinBlock:
+        """History: unpin a block."""
+
     @_builtins.property
-    def write_pad(self) -> Global___WritePad: ...
+    def write_pad(self) -> Global___WritePad:
+        """Memories (scratchpad): replace the pad."""
+
     @_builtins.property
-    def write_file(self) -> Global___WriteFile: ...
+    def write_file(self) -> Global___WriteFile:
+        """Memories (markdown_index): write a file."""
+
     @_builtins.property
-    def delete_file(self) -> Global___DeleteFile: ...
+    def delete_file(self) -> Global___DeleteFile:
+        """Memories (markdown_index): delete a file."""
+
     @_builtins.property
-    def create_task(self) -> Global___CreateTask: ...
+    def create_task(self) -> Global___CreateTask:
+        """Tasks: add a task."""
+
     @_builtins.property
-    def update_task(self) -> Global___UpdateTask: ...
+    def update_task(self) -> Global___UpdateTask:
+        """Tasks: change a task."""
+
     @_builtins.property
-    def create_issue(self) -> Global___CreateIssue: ...
+    def create_issue(self) -> Global___CreateIssue:
+        """Board: file an issue."""
+
     @_builtins.property
-    def update_issue(self) -> Global___UpdateIssue: ...
+    def update_issue(self) -> Global___UpdateIssue:
+        """Board: change an issue."""
+
     @_builtins.property
-    def put_skill(self) -> Global___PutSkill: ...
+    def put_skill(self) -> Global___PutSkill:
+        """Skills: add or replace a skill."""
+
     @_builtins.property
-    def read_skill(self) -> Global___ReadSkill: ...
+    def read_skill(self) -> Global___ReadSkill:
+        """Skills: add a skill to the read set."""
+
     @_builtins.property
-    def archive_thread(self) -> Global___ArchiveThread: ...
+    def archive_thread(self) -> Global___ArchiveThread:
+        """Archive: archive a thread."""
+
     def __init__(
         self,
         *,
@@ -546,6 +670,8 @@ Global___WriteRequest: _TypeAlias = WriteRequest  # noqa: Y015
 
 @_typing.final
 class WriteResponse(_message.Message):
+    """What a write did."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     STORE_ID_FIELD_NUMBER: _builtins.int
@@ -556,15 +682,21 @@ class WriteResponse(_message.Message):
     LAST_SEQ_FIELD_NUMBER: _builtins.int
     TURN_FIELD_NUMBER: _builtins.int
     store_id: _builtins.str
+    """The store written."""
     task_id: _builtins.int
     """What the write minted, when it minted something."""
     issue_id: _builtins.str
+    """CreateIssue: the new issue's id."""
     thread_id: _builtins.int
+    """ArchiveThread: the new thread's id."""
     last_seq: _builtins.int
     """History: the seq of the last appended message and the turn counter after the write."""
     turn: _builtins.int
+    """History: the turn counter after the write."""
     @_builtins.property
-    def figures(self) -> _module_pb2.ModuleFigures: ...
+    def figures(self) -> _module_pb2.ModuleFigures:
+        """Its figures after the write."""
+
     def __init__(
         self,
         *,
@@ -586,6 +718,8 @@ Global___WriteResponse: _TypeAlias = WriteResponse  # noqa: Y015
 
 @_typing.final
 class GetStoreRequest(_message.Message):
+    """Reads one store as one of its holders sees it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
@@ -594,7 +728,9 @@ class GetStoreRequest(_message.Message):
     AFTER_SEQ_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The store's run."""
     store_id: _builtins.str
+    """The store (STORE_NOT_FOUND when the run has none of that id)."""
     agent_id: _builtins.str
     """The reader; must hold the store. Its own read set is shown for skills."""
     after_seq: _builtins.int
@@ -622,14 +758,20 @@ Global___GetStoreRequest: _TypeAlias = GetStoreRequest  # noqa: Y015
 
 @_typing.final
 class GetStoreResponse(_message.Message):
+    """A store and (a page of) its contents."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     STORE_FIELD_NUMBER: _builtins.int
     CONTENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def store(self) -> _modulestore_pb2.Store: ...
+    def store(self) -> _modulestore_pb2.Store:
+        """Its identity, caps, holders and figures."""
+
     @_builtins.property
-    def contents(self) -> _module_pb2.ModuleContents: ...
+    def contents(self) -> _module_pb2.ModuleContents:
+        """Its contents; for history and archive one page."""
+
     def __init__(
         self,
         *,
@@ -646,6 +788,8 @@ Global___GetStoreResponse: _TypeAlias = GetStoreResponse  # noqa: Y015
 
 @_typing.final
 class ListStoresRequest(_message.Message):
+    """Lists a run's stores, a page at a time, oldest first."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
@@ -653,11 +797,13 @@ class ListStoresRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run."""
     kind: _common_pb2.Kind.ValueType
     """KIND_UNSPECIFIED lists every kind."""
     page_size: _builtins.int
     """0 = the default page of 100; never more than 1,000."""
     page_token: _builtins.str
+    """The previous page's next_page_token; empty for the first page."""
     def __init__(
         self,
         *,
@@ -676,13 +822,18 @@ Global___ListStoresRequest: _TypeAlias = ListStoresRequest  # noqa: Y015
 
 @_typing.final
 class ListStoresResponse(_message.Message):
+    """One page of stores."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     STORES_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
+    """Empty on the last page."""
     @_builtins.property
-    def stores(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.Store]: ...
+    def stores(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.Store]:
+        """The stores, oldest first."""
+
     def __init__(
         self,
         *,
@@ -699,12 +850,16 @@ Global___ListStoresResponse: _TypeAlias = ListStoresResponse  # noqa: Y015
 
 @_typing.final
 class RenderPromptRequest(_message.Message):
+    """Asks for an agent's prompt contributions."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     AGENT_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The agent's run."""
     agent_id: _builtins.str
+    """The holder whose modules are rendered."""
     def __init__(
         self,
         *,
@@ -721,6 +876,8 @@ Global___RenderPromptRequest: _TypeAlias = RenderPromptRequest  # noqa: Y015
 
 @_typing.final
 class RenderPromptResponse(_message.Message):
+    """What goes into the agent's request to the model, module by module."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     CONTRIBUTIONS_FIELD_NUMBER: _builtins.int
@@ -743,6 +900,8 @@ Global___RenderPromptResponse: _TypeAlias = RenderPromptResponse  # noqa: Y015
 
 @_typing.final
 class ListToolsRequest(_message.Message):
+    """Asks for the published tools."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KIND_FIELD_NUMBER: _builtins.int
@@ -763,11 +922,15 @@ Global___ListToolsRequest: _TypeAlias = ListToolsRequest  # noqa: Y015
 
 @_typing.final
 class ListToolsResponse(_message.Message):
+    """The tools, grouped by kind in kind order."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TOOLS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def tools(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.ToolDefinition]: ...
+    def tools(self) -> _containers.RepeatedCompositeFieldContainer[_modulestore_pb2.ToolDefinition]:
+        """Name, description and argument schema of each."""
+
     def __init__(
         self,
         *,
@@ -783,6 +946,8 @@ Global___ListToolsResponse: _TypeAlias = ListToolsResponse  # noqa: Y015
 
 @_typing.final
 class CallToolRequest(_message.Message):
+    """A tool call the model made, executed as the acting agent (on its store of the tool's kind)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -791,9 +956,15 @@ class CallToolRequest(_message.Message):
     TOOL_NAME_FIELD_NUMBER: _builtins.int
     ARGUMENTS_JSON_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The agent's run."""
     agent_id: _builtins.str
+    """The acting agent; it must hold a store of the tool's kind (KIND_NOT_HELD)."""
     tool_name: _builtins.str
+    """A name ListTools publishes (UNKNOWN_TOOL otherwise)."""
     arguments_json: _builtins.str
     """The arguments object the model produced, as JSON."""
     def __init__(
@@ -815,6 +986,8 @@ Global___CallToolRequest: _TypeAlias = CallToolRequest  # noqa: Y015
 
 @_typing.final
 class CallToolResponse(_message.Message):
+    """The tool's answer."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RESULT_JSON_FIELD_NUMBER: _builtins.int
@@ -835,6 +1008,8 @@ Global___CallToolResponse: _TypeAlias = CallToolResponse  # noqa: Y015
 
 @_typing.final
 class SearchArchiveRequest(_message.Message):
+    """A search of one archive store."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
@@ -845,9 +1020,11 @@ class SearchArchiveRequest(_message.Message):
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     MODE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The store's run."""
     agent_id: _builtins.str
     """The searcher; must hold the store."""
     store_id: _builtins.str
+    """The archive to search (WRONG_KIND for a store of another kind)."""
     query: _builtins.str
     """At most 1,000 characters and 32 terms:
       alembic upgrade        every term must match
@@ -893,6 +1070,8 @@ Global___SearchArchiveRequest: _TypeAlias = SearchArchiveRequest  # noqa: Y015
 
 @_typing.final
 class SearchArchiveResponse(_message.Message):
+    """One page of the threads a query matched."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     THREADS_FIELD_NUMBER: _builtins.int
@@ -938,6 +1117,7 @@ class HandoverKind(_message.Message):
     BINDING_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The kind."""
     outcome: _common_pb2.Outcome.ValueType
     """CARRIED, DROPPED, REINITIALIZED or FRESH."""
     note: _builtins.str
@@ -968,6 +1148,8 @@ Global___HandoverKind: _TypeAlias = HandoverKind  # noqa: Y015
 
 @_typing.final
 class HandoverRequest(_message.Message):
+    """A transfer's whole effect on ModuleStore, applied in one transaction (R27)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -979,10 +1161,15 @@ class HandoverRequest(_message.Message):
     KINDS_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """Derived by Transfer from the transfer, so a resumed transfer applies the handover once (R49)."""
     run_id: _builtins.str
+    """The run of both agents."""
     predecessor_agent_id: _builtins.str
+    """The outgoing agent; it holds nothing afterwards (its later writes are HANDED_ON)."""
     successor_agent_id: _builtins.str
+    """The successor Registry reserved."""
     profile: _builtins.str
+    """The successor's profile."""
     cause: _builtins.str
     """"transition" or "exec"."""
     opening_note: _builtins.str
@@ -1013,6 +1200,8 @@ Global___HandoverRequest: _TypeAlias = HandoverRequest  # noqa: Y015
 
 @_typing.final
 class HandoverResponse(_message.Message):
+    """What the handover did."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     ROSTER_FIELD_NUMBER: _builtins.int
@@ -1041,6 +1230,8 @@ Global___HandoverResponse: _TypeAlias = HandoverResponse  # noqa: Y015
 
 @_typing.final
 class ReadOutboxRequest(_message.Message):
+    """Reads this service's outbox by page (Telemetry follows WatchOutbox instead)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     AFTER_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
@@ -1071,6 +1262,8 @@ Global___ReadOutboxRequest: _TypeAlias = ReadOutboxRequest  # noqa: Y015
 
 @_typing.final
 class ReadOutboxResponse(_message.Message):
+    """One page of the outbox."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENTS_FIELD_NUMBER: _builtins.int
@@ -1078,7 +1271,9 @@ class ReadOutboxResponse(_message.Message):
     head_origin_seq: _builtins.int
     """The origin_seq of the newest event in the outbox."""
     @_builtins.property
-    def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]: ...
+    def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]:
+        """The events, in origin_seq order."""
+
     def __init__(
         self,
         *,

@@ -28,16 +28,23 @@ class _RunStatus:
 class _RunStatusEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_RunStatus.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     RUN_STATUS_UNSPECIFIED: _RunStatus.ValueType  # 0
+    """Not set: never on a run."""
     RUN_STATUS_RUNNING: _RunStatus.ValueType  # 1
+    """Open for instances and writes."""
     RUN_STATUS_FINISHED: _RunStatus.ValueType  # 2
+    """Ended by FinishRun; new instances are refused (RUN_NOT_RUNNING)."""
     RUN_STATUS_INTERNAL_ERROR: _RunStatus.ValueType  # 3
     """The suite met its own defect (R26); recorded and visible."""
 
-class RunStatus(_RunStatus, metaclass=_RunStatusEnumTypeWrapper): ...
+class RunStatus(_RunStatus, metaclass=_RunStatusEnumTypeWrapper):
+    """Where a run stands."""
 
 RUN_STATUS_UNSPECIFIED: RunStatus.ValueType  # 0
+"""Not set: never on a run."""
 RUN_STATUS_RUNNING: RunStatus.ValueType  # 1
+"""Open for instances and writes."""
 RUN_STATUS_FINISHED: RunStatus.ValueType  # 2
+"""Ended by FinishRun; new instances are refused (RUN_NOT_RUNNING)."""
 RUN_STATUS_INTERNAL_ERROR: RunStatus.ValueType  # 3
 """The suite met its own defect (R26); recorded and visible."""
 Global___RunStatus: _TypeAlias = RunStatus  # noqa: Y015
@@ -61,12 +68,17 @@ class ModuleConfig(_message.Message):
     strategy: _common_pb2.MemoryStrategy.ValueType
     """Memories only."""
     scope: _common_pb2.MemoryScope.ValueType
+    """Memories only: who shares the store (UNSPECIFIED: instance)."""
     read_only: _builtins.bool
     """The holder may read but not write."""
     skills_directory: _builtins.str
     """Skills only: the catalogue's directory key; profiles naming one directory share one catalogue (R16)."""
     @_builtins.property
-    def caps(self) -> _common_pb2.Caps: ...
+    def caps(self) -> _common_pb2.Caps:
+        """The store's caps for holders of this profile; a transfer re-points them only for a sole holder (R22) and
+        they tighten forward only (R23).
+        """
+
     def __init__(
         self,
         *,
@@ -115,6 +127,7 @@ class Profile(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     MODULES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """Unique in the run; instances are named after it ("<name>-<n>")."""
     @_builtins.property
     def modules(self) -> _containers.MessageMap[_builtins.str, Global___ModuleConfig]:
         """Keyed by kind word. Kinds not named are off, except history. The board is configured per run."""
@@ -142,7 +155,9 @@ class FsmState(_message.Message):
     NAME_FIELD_NUMBER: _builtins.int
     PROFILE_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """Unique in the FSM."""
     profile: _builtins.str
+    """A profile of the run."""
     def __init__(
         self,
         *,
@@ -167,8 +182,11 @@ class FsmEdge(_message.Message):
     TO_FIELD_NUMBER: _builtins.int
     CARRY_FIELD_NUMBER: _builtins.int
     to: _builtins.str
+    """The incoming state; at most one edge per (from, to)."""
     @_builtins.property
-    def carry(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def carry(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Kind words; each must be one of the six (R1) and held by the from state's profile (R25)."""
+
     def __init__(
         self,
         *,
@@ -185,16 +203,23 @@ Global___FsmEdge: _TypeAlias = FsmEdge  # noqa: Y015
 
 @_typing.final
 class FsmDefinition(_message.Message):
+    """A run's FSM, validated at launch (R25): every problem is refused at once (INVALID_ARGUMENT, INVALID_FSM)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INITIAL_FIELD_NUMBER: _builtins.int
     STATES_FIELD_NUMBER: _builtins.int
     EDGES_FIELD_NUMBER: _builtins.int
     initial: _builtins.str
+    """The state OpenInstance starts in when no fsm_state is given."""
     @_builtins.property
-    def states(self) -> _containers.RepeatedCompositeFieldContainer[Global___FsmState]: ...
+    def states(self) -> _containers.RepeatedCompositeFieldContainer[Global___FsmState]:
+        """Every state."""
+
     @_builtins.property
-    def edges(self) -> _containers.RepeatedCompositeFieldContainer[Global___FsmEdge]: ...
+    def edges(self) -> _containers.RepeatedCompositeFieldContainer[Global___FsmEdge]:
+        """Every edge; a transition follows one."""
+
     def __init__(
         self,
         *,
@@ -212,6 +237,8 @@ Global___FsmDefinition: _TypeAlias = FsmDefinition  # noqa: Y015
 
 @_typing.final
 class Run(_message.Message):
+    """A run: its profiles, board, FSM and status."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
@@ -223,16 +250,27 @@ class Run(_message.Message):
     STATUS_DETAIL_FIELD_NUMBER: _builtins.int
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """Minted by CreateRun ("run-…")."""
     name: _builtins.str
+    """The name CreateRun was given."""
     board_enabled: _builtins.bool
+    """Whether the run has a board (one per run, shared by every agent, R14)."""
     status: Global___RunStatus.ValueType
+    """Where it stands."""
     status_detail: _builtins.str
+    """Why it ended internal_error (R26); empty otherwise."""
     @_builtins.property
-    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[Global___Profile]: ...
+    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[Global___Profile]:
+        """Its profiles, as given."""
+
     @_builtins.property
-    def fsm(self) -> Global___FsmDefinition: ...
+    def fsm(self) -> Global___FsmDefinition:
+        """Absent for a run without an FSM."""
+
     @_builtins.property
-    def create_time(self) -> _timestamp_pb2.Timestamp: ...
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When CreateRun made it."""
+
     def __init__(
         self,
         *,
@@ -271,8 +309,11 @@ class Instance(_message.Message):
     SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The instance's run."""
     agent_id: _builtins.str
+    """"<profile>-<n>", n counting from 0 per profile per run; never reused."""
     profile: _builtins.str
+    """Its profile."""
     parent_agent_id: _builtins.str
     """The spawner (subagent) or the original (fork)."""
     predecessor_agent_id: _builtins.str
@@ -286,9 +327,13 @@ class Instance(_message.Message):
     opening_note: _builtins.str
     """A transfer successor's opening note."""
     @_builtins.property
-    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
+    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
+        """One row per kind, in kind order (R32)."""
+
     @_builtins.property
-    def create_time(self) -> _timestamp_pb2.Timestamp: ...
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When it was minted."""
+
     def __init__(
         self,
         *,

@@ -22,6 +22,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class CreateRunRequest(_message.Message):
+    """A run to create."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -30,10 +32,17 @@ class CreateRunRequest(_message.Message):
     BOARD_ENABLED_FIELD_NUMBER: _builtins.int
     FSM_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     name: _builtins.str
+    """A name for people; need not be unique."""
     board_enabled: _builtins.bool
+    """Give the run a board (one, shared by every agent, R14)."""
     @_builtins.property
-    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Profile]: ...
+    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Profile]:
+        """The run's profiles; at least one, names unique, kinds named by their six words (R1)."""
+
     @_builtins.property
     def fsm(self) -> _registry_pb2.FsmDefinition:
         """Optional."""
@@ -57,6 +66,8 @@ Global___CreateRunRequest: _TypeAlias = CreateRunRequest  # noqa: Y015
 
 @_typing.final
 class CreateRunResponse(_message.Message):
+    """The created run and its credentials."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
@@ -69,7 +80,9 @@ class CreateRunResponse(_message.Message):
     observer_credential: _builtins.str
     """A signed credential for watching this run only: Subscribe and Inspect of this run. Empty without auth."""
     @_builtins.property
-    def run(self) -> _registry_pb2.Run: ...
+    def run(self) -> _registry_pb2.Run:
+        """The run, status running."""
+
     def __init__(
         self,
         *,
@@ -87,10 +100,13 @@ Global___CreateRunResponse: _TypeAlias = CreateRunResponse  # noqa: Y015
 
 @_typing.final
 class GetRunRequest(_message.Message):
+    """Names a run."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run (RUN_NOT_FOUND when none has it)."""
     def __init__(
         self,
         *,
@@ -106,11 +122,15 @@ Global___GetRunRequest: _TypeAlias = GetRunRequest  # noqa: Y015
 
 @_typing.final
 class GetRunResponse(_message.Message):
+    """A run."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def run(self) -> _registry_pb2.Run: ...
+    def run(self) -> _registry_pb2.Run:
+        """The run as it stands."""
+
     def __init__(
         self,
         *,
@@ -126,12 +146,18 @@ Global___GetRunResponse: _TypeAlias = GetRunResponse  # noqa: Y015
 
 @_typing.final
 class ListRunsRequest(_message.Message):
+    """A page of runs."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     page_size: _builtins.int
+    """0 = the default page of 50; never more than 500."""
     page_token: _builtins.str
+    """The previous page's next_page_token; empty for the first page (INVALID_PAGE_TOKEN for one not handed
+    out).
+    """
     def __init__(
         self,
         *,
@@ -148,13 +174,18 @@ Global___ListRunsRequest: _TypeAlias = ListRunsRequest  # noqa: Y015
 
 @_typing.final
 class ListRunsResponse(_message.Message):
+    """One page of runs."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUNS_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
+    """Empty on the last page."""
     @_builtins.property
-    def runs(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Run]: ...
+    def runs(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Run]:
+        """Oldest first."""
+
     def __init__(
         self,
         *,
@@ -171,12 +202,18 @@ Global___ListRunsResponse: _TypeAlias = ListRunsResponse  # noqa: Y015
 
 @_typing.final
 class FinishRunRequest(_message.Message):
+    """Ends a run."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RUN_ID_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The run to finish."""
     def __init__(
         self,
         *,
@@ -193,11 +230,15 @@ Global___FinishRunRequest: _TypeAlias = FinishRunRequest  # noqa: Y015
 
 @_typing.final
 class FinishRunResponse(_message.Message):
+    """The finished run."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def run(self) -> _registry_pb2.Run: ...
+    def run(self) -> _registry_pb2.Run:
+        """The run, status finished."""
+
     def __init__(
         self,
         *,
@@ -213,6 +254,8 @@ Global___FinishRunResponse: _TypeAlias = FinishRunResponse  # noqa: Y015
 
 @_typing.final
 class OpenInstanceRequest(_message.Message):
+    """A root instance to open."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -220,8 +263,13 @@ class OpenInstanceRequest(_message.Message):
     PROFILE_FIELD_NUMBER: _builtins.int
     FSM_STATE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """A running run (RUN_NOT_RUNNING otherwise)."""
     profile: _builtins.str
+    """A profile of the run (PROFILE_NOT_FOUND otherwise)."""
     fsm_state: _builtins.str
     """With an FSM: the state to open in (defaults to the initial state)."""
     def __init__(
@@ -242,6 +290,8 @@ Global___OpenInstanceRequest: _TypeAlias = OpenInstanceRequest  # noqa: Y015
 
 @_typing.final
 class OpenInstanceResponse(_message.Message):
+    """The opened instance."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
@@ -251,7 +301,9 @@ class OpenInstanceResponse(_message.Message):
     agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
     """
     @_builtins.property
-    def instance(self) -> _registry_pb2.Instance: ...
+    def instance(self) -> _registry_pb2.Instance:
+        """The new instance with its roster."""
+
     def __init__(
         self,
         *,
@@ -268,6 +320,8 @@ Global___OpenInstanceResponse: _TypeAlias = OpenInstanceResponse  # noqa: Y015
 
 @_typing.final
 class SpawnSubagentRequest(_message.Message):
+    """A subagent to open under a parent."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -275,9 +329,15 @@ class SpawnSubagentRequest(_message.Message):
     PARENT_AGENT_ID_FIELD_NUMBER: _builtins.int
     PROFILE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The parent's run, running."""
     parent_agent_id: _builtins.str
+    """The spawner; a memories scope of inherited shares its store."""
     profile: _builtins.str
+    """The subagent's profile, of the run."""
     def __init__(
         self,
         *,
@@ -296,6 +356,8 @@ Global___SpawnSubagentRequest: _TypeAlias = SpawnSubagentRequest  # noqa: Y015
 
 @_typing.final
 class SpawnSubagentResponse(_message.Message):
+    """The spawned subagent."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
@@ -305,7 +367,9 @@ class SpawnSubagentResponse(_message.Message):
     agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
     """
     @_builtins.property
-    def instance(self) -> _registry_pb2.Instance: ...
+    def instance(self) -> _registry_pb2.Instance:
+        """The new instance with its roster."""
+
     def __init__(
         self,
         *,
@@ -322,14 +386,21 @@ Global___SpawnSubagentResponse: _TypeAlias = SpawnSubagentResponse  # noqa: Y015
 
 @_typing.final
 class ForkInstanceRequest(_message.Message):
+    """An instance to copy (R17)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RUN_ID_FIELD_NUMBER: _builtins.int
     AGENT_ID_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The instance's run, running."""
     agent_id: _builtins.str
+    """The instance to copy; it stays as it is."""
     def __init__(
         self,
         *,
@@ -347,6 +418,8 @@ Global___ForkInstanceRequest: _TypeAlias = ForkInstanceRequest  # noqa: Y015
 
 @_typing.final
 class ForkInstanceResponse(_message.Message):
+    """The copy."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
@@ -356,7 +429,9 @@ class ForkInstanceResponse(_message.Message):
     agent id: every agent-facing call made as this agent carries it. Empty when the suite runs without auth.
     """
     @_builtins.property
-    def instance(self) -> _registry_pb2.Instance: ...
+    def instance(self) -> _registry_pb2.Instance:
+        """The copy, a new agent of the same profile with its own roster (R36)."""
+
     def __init__(
         self,
         *,
@@ -373,12 +448,16 @@ Global___ForkInstanceResponse: _TypeAlias = ForkInstanceResponse  # noqa: Y015
 
 @_typing.final
 class GetInstanceRequest(_message.Message):
+    """Names an instance."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     AGENT_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The instance's run."""
     agent_id: _builtins.str
+    """The instance (AGENT_NOT_FOUND when the run has none of that id)."""
     def __init__(
         self,
         *,
@@ -395,11 +474,15 @@ Global___GetInstanceRequest: _TypeAlias = GetInstanceRequest  # noqa: Y015
 
 @_typing.final
 class GetInstanceResponse(_message.Message):
+    """An instance."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def instance(self) -> _registry_pb2.Instance: ...
+    def instance(self) -> _registry_pb2.Instance:
+        """The instance as it stands."""
+
     def __init__(
         self,
         *,
@@ -415,14 +498,19 @@ Global___GetInstanceResponse: _TypeAlias = GetInstanceResponse  # noqa: Y015
 
 @_typing.final
 class ListInstancesRequest(_message.Message):
+    """A page of a run's instances."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run."""
     page_size: _builtins.int
+    """0 = the default page of 50; never more than 500."""
     page_token: _builtins.str
+    """The previous page's next_page_token; empty for the first page."""
     def __init__(
         self,
         *,
@@ -440,13 +528,18 @@ Global___ListInstancesRequest: _TypeAlias = ListInstancesRequest  # noqa: Y015
 
 @_typing.final
 class ListInstancesResponse(_message.Message):
+    """One page of instances."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCES_FIELD_NUMBER: _builtins.int
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _builtins.int
     next_page_token: _builtins.str
+    """Empty on the last page."""
     @_builtins.property
-    def instances(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Instance]: ...
+    def instances(self) -> _containers.RepeatedCompositeFieldContainer[_registry_pb2.Instance]:
+        """Oldest first."""
+
     def __init__(
         self,
         *,
@@ -463,6 +556,8 @@ Global___ListInstancesResponse: _TypeAlias = ListInstancesResponse  # noqa: Y015
 
 @_typing.final
 class ReserveSuccessorRequest(_message.Message):
+    """Transfer's first step: a successor id for a predecessor."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -472,8 +567,11 @@ class ReserveSuccessorRequest(_message.Message):
     CAUSE_FIELD_NUMBER: _builtins.int
     FSM_STATE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """Derived by Transfer from the transfer, so a resumed transfer reserves once."""
     run_id: _builtins.str
+    """The predecessor's run."""
     predecessor_agent_id: _builtins.str
+    """The outgoing agent; HANDED_ON when it already has another successor."""
     profile: _builtins.str
     """The successor's profile."""
     cause: _builtins.str
@@ -500,10 +598,13 @@ Global___ReserveSuccessorRequest: _TypeAlias = ReserveSuccessorRequest  # noqa: 
 
 @_typing.final
 class ReserveSuccessorResponse(_message.Message):
+    """The reserved successor."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    """The successor's id, "<profile>-<n>"."""
     def __init__(
         self,
         *,
@@ -519,6 +620,8 @@ Global___ReserveSuccessorResponse: _TypeAlias = ReserveSuccessorResponse  # noqa
 
 @_typing.final
 class CompleteSuccessorRequest(_message.Message):
+    """Transfer's last step: the successor, with what its handover produced."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -527,11 +630,17 @@ class CompleteSuccessorRequest(_message.Message):
     ROSTER_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """Derived by Transfer from the transfer."""
     run_id: _builtins.str
+    """The run."""
     agent_id: _builtins.str
+    """The reserved successor."""
     opening_note: _builtins.str
+    """The successor's opening note."""
     @_builtins.property
-    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
+    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
+        """The roster ModuleStore's Handover answered."""
+
     def __init__(
         self,
         *,
@@ -551,6 +660,8 @@ Global___CompleteSuccessorRequest: _TypeAlias = CompleteSuccessorRequest  # noqa
 
 @_typing.final
 class CompleteSuccessorResponse(_message.Message):
+    """The successor, now visible."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
@@ -560,7 +671,9 @@ class CompleteSuccessorResponse(_message.Message):
     `successor_credential`. Empty without auth.
     """
     @_builtins.property
-    def instance(self) -> _registry_pb2.Instance: ...
+    def instance(self) -> _registry_pb2.Instance:
+        """The successor instance."""
+
     def __init__(
         self,
         *,
@@ -577,14 +690,19 @@ Global___CompleteSuccessorResponse: _TypeAlias = CompleteSuccessorResponse  # no
 
 @_typing.final
 class ReleaseSuccessorRequest(_message.Message):
+    """A reservation to drop."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RUN_ID_FIELD_NUMBER: _builtins.int
     AGENT_ID_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """Derived by Transfer from the transfer."""
     run_id: _builtins.str
+    """The run."""
     agent_id: _builtins.str
+    """The reserved successor whose handover was never applied."""
     def __init__(
         self,
         *,
@@ -602,6 +720,8 @@ Global___ReleaseSuccessorRequest: _TypeAlias = ReleaseSuccessorRequest  # noqa: 
 
 @_typing.final
 class ReleaseSuccessorResponse(_message.Message):
+    """Empty: the reservation is gone."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     def __init__(
@@ -617,13 +737,17 @@ Global___ReleaseSuccessorResponse: _TypeAlias = ReleaseSuccessorResponse  # noqa
 
 @_typing.final
 class FailRunRequest(_message.Message):
+    """Ends a run internal_error (R26)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     RUN_ID_FIELD_NUMBER: _builtins.int
     DETAIL_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """Derived by Transfer from the transfer."""
     run_id: _builtins.str
+    """The run."""
     detail: _builtins.str
     """What went wrong, for the person reading the run."""
     def __init__(
@@ -643,11 +767,15 @@ Global___FailRunRequest: _TypeAlias = FailRunRequest  # noqa: Y015
 
 @_typing.final
 class FailRunResponse(_message.Message):
+    """The failed run."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def run(self) -> _registry_pb2.Run: ...
+    def run(self) -> _registry_pb2.Run:
+        """The run, status internal_error."""
+
     def __init__(
         self,
         *,

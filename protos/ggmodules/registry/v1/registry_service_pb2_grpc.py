@@ -94,13 +94,15 @@ class RegistryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetRun(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """A run with its profiles, FSM and status.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListRuns(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """Every run, oldest first, a page at a time.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -134,13 +136,15 @@ class RegistryServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def GetInstance(self, request, context):
-        """Missing associated documentation comment in .proto file."""
+        """One instance with its roster, state and successor; a reserved successor is not visible until completed.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ListInstances(self, request, context):
-        """ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+        """A run's instances, oldest first, a page at a time.
+        ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
         (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)

@@ -36,7 +36,9 @@ class RegistryServiceStub:
     CreateRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.CreateRunRequest, _registry_service_pb2.CreateRunResponse]
     """Creates a run from its profiles, board switch and FSM; the FSM is validated at launch (R25)."""
     GetRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.GetRunRequest, _registry_service_pb2.GetRunResponse]
+    """A run with its profiles, FSM and status."""
     ListRuns: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ListRunsRequest, _registry_service_pb2.ListRunsResponse]
+    """Every run, oldest first, a page at a time."""
     FinishRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.FinishRunRequest, _registry_service_pb2.FinishRunResponse]
     """Marks a running run finished."""
     OpenInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.OpenInstanceRequest, _registry_service_pb2.OpenInstanceResponse]
@@ -46,8 +48,10 @@ class RegistryServiceStub:
     ForkInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ForkInstanceRequest, _registry_service_pb2.ForkInstanceResponse]
     """Opens a copy of an instance (R17)."""
     GetInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]
+    """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]
-    """ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+    """A run's instances, oldest first, a page at a time.
+    ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
     (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
     """
 
@@ -59,7 +63,9 @@ class RegistryServiceAsyncStub(RegistryServiceStub):
     CreateRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.CreateRunRequest, _registry_service_pb2.CreateRunResponse]  # type: ignore[assignment]
     """Creates a run from its profiles, board switch and FSM; the FSM is validated at launch (R25)."""
     GetRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.GetRunRequest, _registry_service_pb2.GetRunResponse]  # type: ignore[assignment]
+    """A run with its profiles, FSM and status."""
     ListRuns: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ListRunsRequest, _registry_service_pb2.ListRunsResponse]  # type: ignore[assignment]
+    """Every run, oldest first, a page at a time."""
     FinishRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.FinishRunRequest, _registry_service_pb2.FinishRunResponse]  # type: ignore[assignment]
     """Marks a running run finished."""
     OpenInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.OpenInstanceRequest, _registry_service_pb2.OpenInstanceResponse]  # type: ignore[assignment]
@@ -69,8 +75,10 @@ class RegistryServiceAsyncStub(RegistryServiceStub):
     ForkInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ForkInstanceRequest, _registry_service_pb2.ForkInstanceResponse]  # type: ignore[assignment]
     """Opens a copy of an instance (R17)."""
     GetInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]  # type: ignore[assignment]
+    """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]  # type: ignore[assignment]
-    """ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+    """A run's instances, oldest first, a page at a time.
+    ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
     (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
     """
 
@@ -90,14 +98,16 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _registry_service_pb2.GetRunRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.GetRunResponse, _abc.Awaitable[_registry_service_pb2.GetRunResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.GetRunResponse, _abc.Awaitable[_registry_service_pb2.GetRunResponse]]:
+        """A run with its profiles, FSM and status."""
 
     @_abc_1.abstractmethod
     def ListRuns(
         self,
         request: _registry_service_pb2.ListRunsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.ListRunsResponse, _abc.Awaitable[_registry_service_pb2.ListRunsResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.ListRunsResponse, _abc.Awaitable[_registry_service_pb2.ListRunsResponse]]:
+        """Every run, oldest first, a page at a time."""
 
     @_abc_1.abstractmethod
     def FinishRun(
@@ -136,7 +146,8 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         self,
         request: _registry_service_pb2.GetInstanceRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.GetInstanceResponse, _abc.Awaitable[_registry_service_pb2.GetInstanceResponse]]: ...
+    ) -> _typing.Union[_registry_service_pb2.GetInstanceResponse, _abc.Awaitable[_registry_service_pb2.GetInstanceResponse]]:
+        """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
 
     @_abc_1.abstractmethod
     def ListInstances(
@@ -144,7 +155,8 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _registry_service_pb2.ListInstancesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_registry_service_pb2.ListInstancesResponse, _abc.Awaitable[_registry_service_pb2.ListInstancesResponse]]:
-        """ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+        """A run's instances, oldest first, a page at a time.
+        ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
         (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
         """
 

@@ -29,6 +29,7 @@ class _Badge:
 class _BadgeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Badge.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     BADGE_UNSPECIFIED: _Badge.ValueType  # 0
+    """Not set: never on a row; every row carries one of the five below."""
     BADGE_AGENT_SCOPED: _Badge.ValueType  # 1
     """One store, bound by every instance at once; contents shown inline."""
     BADGE_PER_INSTANCE: _Badge.ValueType  # 2
@@ -40,9 +41,11 @@ class _BadgeEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Badge.ValueType
     BADGE_SPLIT: _Badge.ValueType  # 5
     """Several stores, at least one genuinely shared."""
 
-class Badge(_Badge, metaclass=_BadgeEnumTypeWrapper): ...
+class Badge(_Badge, metaclass=_BadgeEnumTypeWrapper):
+    """How a profile's instances hold one kind, in the Agents view (R45)."""
 
 BADGE_UNSPECIFIED: Badge.ValueType  # 0
+"""Not set: never on a row; every row carries one of the five below."""
 BADGE_AGENT_SCOPED: Badge.ValueType  # 1
 """One store, bound by every instance at once; contents shown inline."""
 BADGE_PER_INSTANCE: Badge.ValueType  # 2
@@ -66,7 +69,9 @@ class StreamEvent(_message.Message):
     cursor: _builtins.int
     """Increases along Telemetry's whole log, so it increases along every filtered stream too (R33)."""
     @_builtins.property
-    def event(self) -> _event_pb2.Event: ...
+    def event(self) -> _event_pb2.Event:
+        """The event as its origin appended it."""
+
     def __init__(
         self,
         *,
@@ -113,8 +118,11 @@ class ModuleTokens(_message.Message):
     STORE_ID_FIELD_NUMBER: _builtins.int
     TOKENS_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The module's kind; never archive (COST_NONE_BY_CONSTRUCTION)."""
     store_id: _builtins.str
+    """Optional; when given, the agent's store of that kind (NOT_A_HOLDER otherwise)."""
     tokens: _builtins.int
+    """Tokens it took in the window on the turn; 0 is a measurement, negative is refused."""
     def __init__(
         self,
         *,
@@ -139,6 +147,7 @@ class Figure(_message.Message):
     COUNT_FIELD_NUMBER: _builtins.int
     WITHHELD_FIELD_NUMBER: _builtins.int
     count: _builtins.int
+    """The figure."""
     withheld: _builtins.str
     """Why the figure is withheld, e.g. "a window reports itself per turn, not as a store snapshot"."""
     def __init__(
@@ -168,9 +177,11 @@ class LifetimeEntry(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     CAUSE_FIELD_NUMBER: _builtins.int
     cursor: _builtins.int
+    """Where on Telemetry's log it happened."""
     what: _builtins.str
     """"created", "forked from history-0", "shared", "written", "carried", "drained", "re-stated", ..."""
     agent_id: _builtins.str
+    """The agent on whose stream it happened."""
     cause: _builtins.str
     """The succession that caused it, e.g. "transition planner-0 -> coder-0", "fork of planner-0"."""
     def __init__(
@@ -198,7 +209,9 @@ class CoHolder(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     FILE_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    """The other instance holding the store."""
     file: _builtins.str
+    """The same module file in that instance's folder, e.g. "modules/tasks"."""
     def __init__(
         self,
         *,
@@ -233,12 +246,17 @@ class IdentityStrip(_message.Message):
     DROPPED_FIELD_NUMBER: _builtins.int
     LINKS_TO_MODULES_VIEW_FIELD_NUMBER: _builtins.int
     store_id: _builtins.str
+    """The store, `<kind>-<n>`."""
     kind: _common_pb2.Kind.ValueType
+    """Its kind."""
     origin: _common_pb2.Origin.ValueType
+    """How this holder came by it."""
     may_write: _builtins.bool
+    """Whether this holder may write it (read access)."""
     shared: _builtins.bool
     """Held by more than one instance at once, counting holders whose origin is not transferred (R38)."""
     link_count: _builtins.int
+    """Holders at once when shared (the link mark's count); 0 otherwise."""
     handed_on: _builtins.bool
     """Passed from one instance to the next; counted as shared nowhere (R38)."""
     dropped: _builtins.bool
@@ -246,13 +264,21 @@ class IdentityStrip(_message.Message):
     links_to_modules_view: _builtins.bool
     """Only where the run has a Modules view (R41)."""
     @_builtins.property
-    def lifetime(self) -> _containers.RepeatedCompositeFieldContainer[Global___LifetimeEntry]: ...
+    def lifetime(self) -> _containers.RepeatedCompositeFieldContainer[Global___LifetimeEntry]:
+        """Everything that happened to the store, oldest first."""
+
     @_builtins.property
-    def cost_this_window(self) -> _common_pb2.Cost: ...
+    def cost_this_window(self) -> _common_pb2.Cost:
+        """Its per-turn cost to this holder's window (R43)."""
+
     @_builtins.property
-    def cost_all_holders(self) -> _common_pb2.Cost: ...
+    def cost_all_holders(self) -> _common_pb2.Cost:
+        """Its per-turn cost summed over every live holder's window."""
+
     @_builtins.property
-    def co_holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___CoHolder]: ...
+    def co_holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___CoHolder]:
+        """One per other holder, pointing to its same file."""
+
     def __init__(
         self,
         *,
@@ -287,8 +313,11 @@ class HistoryTurn(_message.Message):
     TURN_FIELD_NUMBER: _builtins.int
     MESSAGES_FIELD_NUMBER: _builtins.int
     turn: _builtins.int
+    """The turn number."""
     @_builtins.property
-    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_module_pb2.Message]: ...
+    def messages(self) -> _containers.RepeatedCompositeFieldContainer[_module_pb2.Message]:
+        """The messages written in that turn, in seq order."""
+
     def __init__(
         self,
         *,
@@ -316,7 +345,9 @@ class ModuleFile(_message.Message):
     path: _builtins.str
     """"modules/history", "modules/tasks", ..."""
     @_builtins.property
-    def strip(self) -> Global___IdentityStrip: ...
+    def strip(self) -> Global___IdentityStrip:
+        """The identity strip the file leads with."""
+
     @_builtins.property
     def turns(self) -> _containers.RepeatedCompositeFieldContainer[Global___HistoryTurn]:
         """History only: the message log, turn by turn."""
@@ -355,11 +386,15 @@ class InstanceFolder(_message.Message):
     SUCCESSORS_FIELD_NUMBER: _builtins.int
     SUBAGENTS_FIELD_NUMBER: _builtins.int
     RUNNING_FIELD_NUMBER: _builtins.int
+    FORKS_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    """The instance."""
     profile: _builtins.str
+    """Its profile."""
     cause: _builtins.str
     """"open", "spawn", "fork", "transition", "exec"."""
     running: _builtins.bool
+    """False once it handed its modules on or its run ended."""
     @_builtins.property
     def files(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
         """The agent's own files, in order: Overview, Prompt, Surface, Activity, Context, Requests, Metrics, Compaction."""
@@ -373,7 +408,15 @@ class InstanceFolder(_message.Message):
         """After the modules folder: successors, then subagents."""
 
     @_builtins.property
-    def subagents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def subagents(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The agents it spawned, after its successors."""
+
+    @_builtins.property
+    def forks(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The copies made of this instance (ForkInstance), listed in its folder as its successors and subagents
+        are, oldest first.
+        """
+
     def __init__(
         self,
         *,
@@ -385,10 +428,11 @@ class InstanceFolder(_message.Message):
         successors: _abc.Iterable[_builtins.str] | None = ...,
         subagents: _abc.Iterable[_builtins.str] | None = ...,
         running: _builtins.bool = ...,
+        forks: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "files", b"files", "modules", b"modules", "profile", b"profile", "running", b"running", "subagents", b"subagents", "successors", b"successors"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "files", b"files", "forks", b"forks", "modules", b"modules", "profile", b"profile", "running", b"running", "subagents", b"subagents", "successors", b"successors"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -411,17 +455,29 @@ class StoreRow(_message.Message):
     WRITTEN_FIELD_NUMBER: _builtins.int
     COST_FIELD_NUMBER: _builtins.int
     store_id: _builtins.str
+    """The store."""
     kind: _common_pb2.Kind.ValueType
+    """Its kind."""
     running_holders: _builtins.int
+    """How many of them still hold it and run."""
     shared: _builtins.bool
+    """Held by more than one instance at once (R38)."""
     link_count: _builtins.int
+    """Holders at once when shared; 0 otherwise."""
     handed_on: _builtins.bool
+    """Passed from one instance to the next only."""
     dropped: _builtins.bool
+    """Every holder let go of it."""
     written: _builtins.bool
+    """Written at least once."""
     @_builtins.property
-    def holders(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def holders(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Every agent that held it."""
+
     @_builtins.property
-    def cost(self) -> _common_pb2.Cost: ...
+    def cost(self) -> _common_pb2.Cost:
+        """Per-turn cost summed over the live windows carrying it."""
+
     def __init__(
         self,
         *,
@@ -460,20 +516,29 @@ class KindOverview(_message.Message):
     NEVER_WRITTEN_FIELD_NUMBER: _builtins.int
     STORES_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The kind."""
     store_count: _builtins.int
+    """Stores of the kind."""
     holders: _builtins.int
+    """Holders between them."""
     running: _builtins.int
+    """Holders still running."""
     shared_stores: _builtins.int
+    """Stores genuinely shared (R38)."""
     widest_share: _builtins.int
     """The most holders any one shared store has."""
     @_builtins.property
-    def cost_per_turn(self) -> _common_pb2.Cost: ...
+    def cost_per_turn(self) -> _common_pb2.Cost:
+        """Per-turn cost summed over the windows carrying the kind's stores."""
+
     @_builtins.property
     def never_written(self) -> Global___Figure:
         """Stores never written to; withheld for history (R43)."""
 
     @_builtins.property
-    def stores(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoreRow]: ...
+    def stores(self) -> _containers.RepeatedCompositeFieldContainer[Global___StoreRow]:
+        """Every store of the kind, side by side."""
+
     def __init__(
         self,
         *,
@@ -497,6 +562,8 @@ Global___KindOverview: _TypeAlias = KindOverview  # noqa: Y015
 
 @_typing.final
 class HolderRow(_message.Message):
+    """One holder in a store's detail (R44)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     AGENT_ID_FIELD_NUMBER: _builtins.int
@@ -505,11 +572,17 @@ class HolderRow(_message.Message):
     ACTIVE_FIELD_NUMBER: _builtins.int
     COST_FIELD_NUMBER: _builtins.int
     agent_id: _builtins.str
+    """The holder."""
     origin: _common_pb2.Origin.ValueType
+    """How it came by the store."""
     may_write: _builtins.bool
+    """Its read access: whether it may write."""
     active: _builtins.bool
+    """False once it let the store go."""
     @_builtins.property
-    def cost(self) -> _common_pb2.Cost: ...
+    def cost(self) -> _common_pb2.Cost:
+        """The store's per-turn cost to this holder's window."""
+
     def __init__(
         self,
         *,
@@ -539,11 +612,17 @@ class StoreDetail(_message.Message):
     SUMMED_LIVE_COST_FIELD_NUMBER: _builtins.int
     CONTENTS_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def identity(self) -> Global___IdentityStrip: ...
+    def identity(self) -> Global___IdentityStrip:
+        """Identity: the strip."""
+
     @_builtins.property
-    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___HolderRow]: ...
+    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___HolderRow]:
+        """Holders: origin, read access, cost to each window."""
+
     @_builtins.property
-    def lifetime(self) -> _containers.RepeatedCompositeFieldContainer[Global___LifetimeEntry]: ...
+    def lifetime(self) -> _containers.RepeatedCompositeFieldContainer[Global___LifetimeEntry]:
+        """Lifetime, oldest first, each entry naming its succession."""
+
     @_builtins.property
     def summed_live_cost(self) -> _common_pb2.Cost:
         """Cost per holder (in `holders`) against this summed live figure."""
@@ -581,11 +660,15 @@ class AgentModuleRow(_message.Message):
     INLINE_CONTENTS_FIELD_NUMBER: _builtins.int
     NOTE_FIELD_NUMBER: _builtins.int
     kind: _common_pb2.Kind.ValueType
+    """The kind."""
     badge: Global___Badge.ValueType
+    """How the profile's instances hold it."""
     note: _builtins.str
     """Declared configuration versus observed distribution, when they disagree (R46)."""
     @_builtins.property
-    def store_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def store_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The stores they hold of it."""
+
     @_builtins.property
     def inline_contents(self) -> _module_pb2.ModuleContents:
         """Agent-scoped only."""
@@ -609,16 +692,23 @@ Global___AgentModuleRow: _TypeAlias = AgentModuleRow  # noqa: Y015
 
 @_typing.final
 class ProfileSection(_message.Message):
+    """One profile in the Agents view (R45)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PROFILE_FIELD_NUMBER: _builtins.int
     INSTANCES_FIELD_NUMBER: _builtins.int
     MODULES_FIELD_NUMBER: _builtins.int
     profile: _builtins.str
+    """The profile."""
     @_builtins.property
-    def instances(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def instances(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Its instances, oldest first."""
+
     @_builtins.property
-    def modules(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentModuleRow]: ...
+    def modules(self) -> _containers.RepeatedCompositeFieldContainer[Global___AgentModuleRow]:
+        """One row per kind it enables, in kind order."""
+
     def __init__(
         self,
         *,

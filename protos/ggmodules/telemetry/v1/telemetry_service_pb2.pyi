@@ -21,6 +21,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class SubscribeRequest(_message.Message):
+    """A stream to follow and where to resume it."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
@@ -30,6 +32,7 @@ class SubscribeRequest(_message.Message):
     run_id: _builtins.str
     """Empty run_id: every run. With run_id and no agent_id: one run. With both: one agent's stream."""
     agent_id: _builtins.str
+    """With run_id: that agent's stream only (R28)."""
     after_cursor: _builtins.int
     """Exclusive: events after this cursor. 0 = from the oldest retained."""
     heartbeat_ms: _builtins.int
@@ -54,14 +57,20 @@ Global___SubscribeRequest: _TypeAlias = SubscribeRequest  # noqa: Y015
 
 @_typing.final
 class SubscribeResponse(_message.Message):
+    """One item of a stream."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     EVENT_FIELD_NUMBER: _builtins.int
     HEARTBEAT_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def event(self) -> _telemetry_pb2.StreamEvent: ...
+    def event(self) -> _telemetry_pb2.StreamEvent:
+        """The next event, in cursor order, each once."""
+
     @_builtins.property
-    def heartbeat(self) -> _telemetry_pb2.Heartbeat: ...
+    def heartbeat(self) -> _telemetry_pb2.Heartbeat:
+        """Nothing new for heartbeat_ms."""
+
     def __init__(
         self,
         *,
@@ -80,6 +89,8 @@ Global___SubscribeResponse: _TypeAlias = SubscribeResponse  # noqa: Y015
 
 @_typing.final
 class ReportTurnRequest(_message.Message):
+    """One turn's context breakdown of an agent's window (R43)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -88,7 +99,11 @@ class ReportTurnRequest(_message.Message):
     TURN_FIELD_NUMBER: _builtins.int
     MODULES_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice; empty means no replay protection.
+    """
     run_id: _builtins.str
+    """The agent's run."""
     agent_id: _builtins.str
     """An instance of the run; its roster decides which kinds and stores can carry a figure."""
     turn: _builtins.int
@@ -118,10 +133,13 @@ Global___ReportTurnRequest: _TypeAlias = ReportTurnRequest  # noqa: Y015
 
 @_typing.final
 class ReportTurnResponse(_message.Message):
+    """Where the report went."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     CURSOR_FIELD_NUMBER: _builtins.int
     cursor: _builtins.int
+    """The turn event's cursor on Telemetry's log."""
     def __init__(
         self,
         *,
@@ -137,10 +155,13 @@ Global___ReportTurnResponse: _TypeAlias = ReportTurnResponse  # noqa: Y015
 
 @_typing.final
 class InspectInstancesRequest(_message.Message):
+    """Asks for the Instances view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run (RUN_NOT_FOUND when Telemetry has no event of it)."""
     def __init__(
         self,
         *,
@@ -156,6 +177,8 @@ Global___InspectInstancesRequest: _TypeAlias = InspectInstancesRequest  # noqa: 
 
 @_typing.final
 class InspectInstancesResponse(_message.Message):
+    """The Instances view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCES_FIELD_NUMBER: _builtins.int
@@ -166,7 +189,9 @@ class InspectInstancesResponse(_message.Message):
     cursor: _builtins.int
     """The last cursor folded."""
     @_builtins.property
-    def instances(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.InstanceFolder]: ...
+    def instances(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.InstanceFolder]:
+        """One folder per instance, oldest first."""
+
     def __init__(
         self,
         *,
@@ -184,10 +209,13 @@ Global___InspectInstancesResponse: _TypeAlias = InspectInstancesResponse  # noqa
 
 @_typing.final
 class InspectModulesRequest(_message.Message):
+    """Asks for the Modules view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run."""
     def __init__(
         self,
         *,
@@ -203,13 +231,17 @@ Global___InspectModulesRequest: _TypeAlias = InspectModulesRequest  # noqa: Y015
 
 @_typing.final
 class InspectModulesResponse(_message.Message):
+    """The Modules view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     KINDS_FIELD_NUMBER: _builtins.int
     MODULES_VIEW_FIELD_NUMBER: _builtins.int
     CURSOR_FIELD_NUMBER: _builtins.int
     modules_view: _builtins.bool
+    """Whether the run has a Modules view (R41)."""
     cursor: _builtins.int
+    """The last cursor folded."""
     @_builtins.property
     def kinds(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.KindOverview]:
         """Kind order; empty when the run has no Modules view."""
@@ -231,10 +263,13 @@ Global___InspectModulesResponse: _TypeAlias = InspectModulesResponse  # noqa: Y0
 
 @_typing.final
 class InspectAgentsRequest(_message.Message):
+    """Asks for the Agents view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The run."""
     def __init__(
         self,
         *,
@@ -250,13 +285,18 @@ Global___InspectAgentsRequest: _TypeAlias = InspectAgentsRequest  # noqa: Y015
 
 @_typing.final
 class InspectAgentsResponse(_message.Message):
+    """The Agents view."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     PROFILES_FIELD_NUMBER: _builtins.int
     CURSOR_FIELD_NUMBER: _builtins.int
     cursor: _builtins.int
+    """The last cursor folded."""
     @_builtins.property
-    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.ProfileSection]: ...
+    def profiles(self) -> _containers.RepeatedCompositeFieldContainer[_telemetry_pb2.ProfileSection]:
+        """One section per profile, in the run's order."""
+
     def __init__(
         self,
         *,
@@ -273,12 +313,16 @@ Global___InspectAgentsResponse: _TypeAlias = InspectAgentsResponse  # noqa: Y015
 
 @_typing.final
 class GetStoreDetailRequest(_message.Message):
+    """Asks for one store's detail."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     STORE_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The store's run."""
     store_id: _builtins.str
+    """The store (STORE_NOT_FOUND when no event of the run names it)."""
     def __init__(
         self,
         *,
@@ -295,13 +339,18 @@ Global___GetStoreDetailRequest: _TypeAlias = GetStoreDetailRequest  # noqa: Y015
 
 @_typing.final
 class GetStoreDetailResponse(_message.Message):
+    """A store's detail."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     DETAIL_FIELD_NUMBER: _builtins.int
     CURSOR_FIELD_NUMBER: _builtins.int
     cursor: _builtins.int
+    """The last cursor folded."""
     @_builtins.property
-    def detail(self) -> _telemetry_pb2.StoreDetail: ...
+    def detail(self) -> _telemetry_pb2.StoreDetail:
+        """The five sections."""
+
     def __init__(
         self,
         *,

@@ -28,14 +28,17 @@ class _TransferKind:
 class _TransferKindEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TransferKind.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TRANSFER_KIND_UNSPECIFIED: _TransferKind.ValueType  # 0
+    """Not set: never on a transfer."""
     TRANSFER_KIND_TRANSITION: _TransferKind.ValueType  # 1
     """An FSM transition: carries exactly the kinds the edge names (R19)."""
     TRANSFER_KIND_EXEC: _TransferKind.ValueType  # 2
     """An exec: carries every kind both profiles have (R20)."""
 
-class TransferKind(_TransferKind, metaclass=_TransferKindEnumTypeWrapper): ...
+class TransferKind(_TransferKind, metaclass=_TransferKindEnumTypeWrapper):
+    """What kind of succession a transfer is."""
 
 TRANSFER_KIND_UNSPECIFIED: TransferKind.ValueType  # 0
+"""Not set: never on a transfer."""
 TRANSFER_KIND_TRANSITION: TransferKind.ValueType  # 1
 """An FSM transition: carries exactly the kinds the edge names (R19)."""
 TRANSFER_KIND_EXEC: TransferKind.ValueType  # 2
@@ -49,6 +52,7 @@ class _TransferState:
 class _TransferStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_TransferState.ValueType], _builtins.type):
     DESCRIPTOR: _descriptor.EnumDescriptor
     TRANSFER_STATE_UNSPECIFIED: _TransferState.ValueType  # 0
+    """Not set: never on a transfer."""
     TRANSFER_STATE_PENDING: _TransferState.ValueType  # 1
     """Journaled and under way; it will complete (or roll back) even if the service restarts."""
     TRANSFER_STATE_COMPLETED: _TransferState.ValueType  # 2
@@ -56,9 +60,11 @@ class _TransferStateEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Transfe
     TRANSFER_STATE_FAILED: _TransferState.ValueType  # 3
     """Nothing was applied: refused before the handover, or the run ended under internal_error (R26)."""
 
-class TransferState(_TransferState, metaclass=_TransferStateEnumTypeWrapper): ...
+class TransferState(_TransferState, metaclass=_TransferStateEnumTypeWrapper):
+    """Where a transfer stands in its journal."""
 
 TRANSFER_STATE_UNSPECIFIED: TransferState.ValueType  # 0
+"""Not set: never on a transfer."""
 TRANSFER_STATE_PENDING: TransferState.ValueType  # 1
 """Journaled and under way; it will complete (or roll back) even if the service restarts."""
 TRANSFER_STATE_COMPLETED: TransferState.ValueType  # 2
@@ -90,16 +96,25 @@ class Transfer(_message.Message):
     CREATE_TIME_FIELD_NUMBER: _builtins.int
     COMPLETE_TIME_FIELD_NUMBER: _builtins.int
     transfer_id: _builtins.str
+    """Minted by Transfer when it journals the transfer."""
     request_id: _builtins.str
+    """The request id it was asked with (empty if none)."""
     run_id: _builtins.str
+    """The run of both agents."""
     kind: Global___TransferKind.ValueType
+    """Transition or exec."""
     predecessor_agent_id: _builtins.str
+    """The outgoing agent."""
     successor_agent_id: _builtins.str
+    """The successor, once Registry reserved it; it exists only once the transfer completed."""
     successor_profile: _builtins.str
+    """The successor's profile: the to-state's profile (transition) or the one asked for (exec)."""
     from_state: _builtins.str
     """Transition only: the edge taken."""
     to_state: _builtins.str
+    """Transition: the state the successor runs in."""
     state: Global___TransferState.ValueType
+    """Where it stands."""
     opening_note: _builtins.str
     """What the successor is told as it opens, including why anything was re-initialized."""
     failure: _builtins.str
@@ -109,11 +124,17 @@ class Transfer(_message.Message):
         """One per kind either side holds, in kind order."""
 
     @_builtins.property
-    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]: ...
+    def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
+        """The successor's roster (COMPLETED only)."""
+
     @_builtins.property
-    def create_time(self) -> _timestamp_pb2.Timestamp: ...
+    def create_time(self) -> _timestamp_pb2.Timestamp:
+        """When it was journaled."""
+
     @_builtins.property
-    def complete_time(self) -> _timestamp_pb2.Timestamp: ...
+    def complete_time(self) -> _timestamp_pb2.Timestamp:
+        """When it completed or failed; absent while pending."""
+
     def __init__(
         self,
         *,

@@ -19,6 +19,8 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class TransitionRequest(_message.Message):
+    """An FSM transition to take (R19)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -26,10 +28,15 @@ class TransitionRequest(_message.Message):
     AGENT_ID_FIELD_NUMBER: _builtins.int
     TO_STATE_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice (a transfer is exactly once, R27); GetTransfer finds it again by this id.
+    """
     run_id: _builtins.str
+    """The agent's run, running."""
     agent_id: _builtins.str
     """The outgoing agent; it must be in an FSM state with an edge to `to_state`."""
     to_state: _builtins.str
+    """The target state (NO_SUCH_EDGE when the FSM has no edge to it from the agent's state)."""
     def __init__(
         self,
         *,
@@ -48,6 +55,8 @@ Global___TransitionRequest: _TypeAlias = TransitionRequest  # noqa: Y015
 
 @_typing.final
 class TransitionResponse(_message.Message):
+    """The completed transfer."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TRANSFER_FIELD_NUMBER: _builtins.int
@@ -57,7 +66,9 @@ class TransitionResponse(_message.Message):
     completed; the source agent's credential stops opening writes at the handover. Empty without auth.
     """
     @_builtins.property
-    def transfer(self) -> _transfer_pb2.Transfer: ...
+    def transfer(self) -> _transfer_pb2.Transfer:
+        """The transfer: successor, outcomes per kind, roster, opening note."""
+
     def __init__(
         self,
         *,
@@ -74,6 +85,8 @@ Global___TransitionResponse: _TypeAlias = TransitionResponse  # noqa: Y015
 
 @_typing.final
 class ExecRequest(_message.Message):
+    """An exec to perform (R20)."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     REQUEST_ID_FIELD_NUMBER: _builtins.int
@@ -82,8 +95,13 @@ class ExecRequest(_message.Message):
     PROFILE_FIELD_NUMBER: _builtins.int
     LEAVE_FSM_FIELD_NUMBER: _builtins.int
     request_id: _builtins.str
+    """The caller's request id (R49): a retry with the same id returns the first answer and applies nothing
+    twice (a transfer is exactly once, R27); GetTransfer finds it again by this id.
+    """
     run_id: _builtins.str
+    """The agent's run, running."""
     agent_id: _builtins.str
+    """The outgoing agent; it must not have handed on already (HANDED_ON)."""
     profile: _builtins.str
     """The successor's profile."""
     leave_fsm: _builtins.bool
@@ -109,6 +127,8 @@ Global___ExecRequest: _TypeAlias = ExecRequest  # noqa: Y015
 
 @_typing.final
 class ExecResponse(_message.Message):
+    """The completed transfer."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TRANSFER_FIELD_NUMBER: _builtins.int
@@ -118,7 +138,9 @@ class ExecResponse(_message.Message):
     completed; the source agent's credential stops opening writes at the handover. Empty without auth.
     """
     @_builtins.property
-    def transfer(self) -> _transfer_pb2.Transfer: ...
+    def transfer(self) -> _transfer_pb2.Transfer:
+        """The transfer: successor, outcomes per kind, roster, opening note."""
+
     def __init__(
         self,
         *,
@@ -135,15 +157,19 @@ Global___ExecResponse: _TypeAlias = ExecResponse  # noqa: Y015
 
 @_typing.final
 class GetTransferRequest(_message.Message):
+    """Finds a transfer again."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     RUN_ID_FIELD_NUMBER: _builtins.int
     TRANSFER_ID_FIELD_NUMBER: _builtins.int
     REQUEST_ID_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
+    """The transfer's run."""
     transfer_id: _builtins.str
     """One of the two."""
     request_id: _builtins.str
+    """The request id the Transition or Exec carried."""
     def __init__(
         self,
         *,
@@ -161,11 +187,15 @@ Global___GetTransferRequest: _TypeAlias = GetTransferRequest  # noqa: Y015
 
 @_typing.final
 class GetTransferResponse(_message.Message):
+    """A transfer as it stands."""
+
     DESCRIPTOR: _descriptor.Descriptor
 
     TRANSFER_FIELD_NUMBER: _builtins.int
     @_builtins.property
-    def transfer(self) -> _transfer_pb2.Transfer: ...
+    def transfer(self) -> _transfer_pb2.Transfer:
+        """The transfer (NOT_FOUND when none matches)."""
+
     def __init__(
         self,
         *,

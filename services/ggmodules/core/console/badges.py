@@ -14,7 +14,7 @@ from ggmodules.core.vocabulary import MemoryScope, Origin
 def badge(folded: Folded, profile: str, kind: Kind, stores: list[Store]) -> Badge:
     """How a profile's stores of a kind are distributed.
 
-    run-global: the board, or every store reached through a spawner of another profile;
+    run-global: the board, or every store reached through a spawner of another profile (R45);
     one store: agent-scoped when held at once (or bound as the profile's own), handed on when held one at
     a time by several (of any profile: the store reads the same on every grain), per instance when only
     one instance ever held it;
@@ -42,14 +42,16 @@ def _profile(folded: Folded, agent_id: str) -> str:
 
 
 def _foreign(folded: Folded, profile: str, store: Store) -> bool:
-    """The store is owned by a spawner of another profile: its first holder is of another profile and
-    this profile's instances inherited it."""
-    holders = list(store.holders.values())
-    if not holders or _profile(folded, holders[0].agent_id) == profile:
-        return False
-    return any(
-        h.origin == Origin.INHERITED for h in holders if _profile(folded, h.agent_id) == profile
-    )
+    """The store is owned by a spawner of another profile: an instance of this profile inherited it from a
+    parent of another profile. Who spawned matters, not who held it first: a store that reached the profile
+    by an exec from another profile and then spread by spawns inside it is the profile's own."""
+    for held in store.holders.values():
+        inst = folded.instances.get(held.agent_id)
+        if inst is None or inst.profile != profile or held.origin != Origin.INHERITED:
+            continue
+        if inst.parent_agent_id and _profile(folded, inst.parent_agent_id) != profile:
+            return True
+    return False
 
 
 def note(folded: Folded, instances: list[Instance], kind: Kind, stores: list[Store]) -> str:

@@ -25,7 +25,7 @@ from ggmodules.core.console.events import (
     Turn,
     Write,
 )
-from ggmodules.core.console.state import Happening, Holding, Instance, Store, TurnReport
+from ggmodules.core.console.state import ENDED_RUN, Happening, Holding, Instance, Store, TurnReport
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.contents import (
     ArchiveContents,
@@ -35,6 +35,9 @@ from ggmodules.core.modules.contents import (
 )
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.vocabulary import Origin, Outcome
+
+# The history writes that change the open views or pinned blocks.
+HISTORY_BLOCK_OPS = frozenset({"open_view", "close_view", "pin_block", "unpin_block"})
 
 
 @dataclass(slots=True)
@@ -58,7 +61,7 @@ class Folded:
             case Roster():
                 self._roster(event, body)
             case RunStatus():
-                self.status = body.status
+                self._run_status(event, body)
             case Turn():
                 self._turn(event.agent_id, body)
             case _:
@@ -86,6 +89,8 @@ class Folded:
         if body.parent_agent_id and body.cause == "spawn":
             parent = self.instance(body.parent_agent_id, event.cursor)
             _add_once(parent.subagents, inst.agent_id)
+        if body.parent_agent_id and body.cause == "fork":
+            _add_once(self.instance(body.parent_agent_id, event.cursor).forks, inst.agent_id)
         if body.predecessor_agent_id:
             pred = self.instance(body.predecessor_agent_id, event.cursor)
             pred.handed_on_to = inst.agent_id
@@ -94,6 +99,19 @@ class Folded:
                 held = store.holders.get(pred.agent_id)
                 if held is not None:
                     held.active = False
+
+    def _run_status(self, event: Event, body: RunStatus) -> None:
+        """A run that ended lets go of everything its instances held: every store it still held is dropped."""
+        self.status = body.status
+        if body.status not in ENDED_RUN:
+            return
+        for store in self.stores.values():
+            live = store.active()
+            for held in live:
+                held.active = False
+            if live:
+                what = f"dropped (run {body.status})"
+                store.happenings.append(Happening(event.cursor, what, live[0].agent_id))
 
     def _turn(self, agent_id: str, body: Turn) -> None:
         if not agent_id:
@@ -131,6 +149,10 @@ class Folded:
                 held.figures = body.figures
                 store.figures, store.written = body.figures, True
                 _take_contents(store, body.delta, agent)
+                if body.op in HISTORY_BLOCK_OPS and isinstance(body.delta, HistoryContents):
+                    # These writes carry the window's views and pins whole, after the operation.
+                    store.open_views = {b.id: b.content for b in body.delta.open_views}
+                    store.pinned_blocks = {b.id: b.content for b in body.delta.pinned_blocks}
                 store.happenings.append(Happening(event.cursor, f"written ({body.op})", agent))
             case Snapshot():
                 held = self._holding(store, agent, event.cursor)
@@ -229,6 +251,7 @@ def _copy_contents(source: Store, copy: Store, agent: str) -> None:
     """A fork starts from its source's contents: the window with its slot empty (R24), memories re-stamped
     with the copy's agent (R17)."""
     copy.messages = dict(source.messages)
+    copy.open_views, copy.pinned_blocks = dict(source.open_views), dict(source.pinned_blocks)
     copy.turn = source.turn
     copy.threads = dict(source.threads)
     contents = source.contents

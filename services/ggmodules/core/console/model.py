@@ -29,7 +29,17 @@ from ggmodules.core.console.views import (
     StoreRow,
 )
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.contents import ArchiveContents, Contents, HistoryContents
+from ggmodules.core.modules.contents import (
+    ArchiveContents,
+    Block,
+    BoardContents,
+    Contents,
+    HistoryContents,
+    MemoriesContents,
+    SkillsContents,
+    TasksContents,
+)
+from ggmodules.core.vocabulary import MemoryStrategy
 
 
 class ConsoleModel:
@@ -73,6 +83,7 @@ class ConsoleModel:
             successors=tuple(inst.successors),
             subagents=tuple(inst.subagents),
             running=reading.running(f, inst.agent_id),
+            forks=tuple(inst.forks),
         )
 
     def _module_file(self, store: Store, held: Holding, offered: bool) -> ModuleFile:
@@ -152,7 +163,7 @@ class ConsoleModel:
             holders=holders,
             lifetime=reading.lifetime(f, store),
             summed_live_cost=reading.live_cost(f, store),
-            contents=contents_of(store),
+            contents=contents_of(store, _strategy(f, store)),
             cursor=f.cursor,
         )
 
@@ -176,7 +187,7 @@ class ConsoleModel:
             if not stores:
                 continue
             b = badges.badge(f, profile, kind, stores)
-            inline = contents_of(stores[0]) if b is Badge.AGENT_SCOPED else None
+            inline = contents_of(stores[0], _strategy(f, stores[0])) if b is Badge.AGENT_SCOPED else None
             rows.append(
                 AgentModuleRow(
                     kind=kind,
@@ -194,20 +205,43 @@ def fold(events: Iterable[Event]) -> ConsoleModel:
     return ConsoleModel().apply(events)
 
 
-def contents_of(store: Store) -> Contents | None:
-    """From the store's own snapshot; history and archive from what their holders' streams carried."""
+def contents_of(store: Store, strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED) -> Contents:
+    """From the store's own snapshot; history and archive from what their holders' streams carried. A store
+    nothing has been written to holds its kind's empty contents (memories under `strategy`), not nothing."""
     if store.kind == Kind.HISTORY:
         messages = tuple(store.messages[k] for k in sorted(store.messages))
         return HistoryContents(
             system_prompt=store.system_prompt,
             system_prompt_set=store.system_prompt_set,
             messages=messages,
+            open_views=tuple(Block(k, v) for k, v in store.open_views.items()),
+            pinned_blocks=tuple(Block(k, v) for k, v in store.pinned_blocks.items()),
             turn=store.turn,
             message_count=max(store.messages, default=0),
         )
     if store.kind == Kind.ARCHIVE:
         return ArchiveContents(tuple(store.threads[k] for k in sorted(store.threads)))
-    return store.contents
+    if store.contents is not None:
+        return store.contents
+    match store.kind:
+        case Kind.MEMORIES:
+            return MemoriesContents(strategy)
+        case Kind.TASKS:
+            return TasksContents()
+        case Kind.BOARD:
+            return BoardContents()
+        case _:
+            return SkillsContents()
+
+
+def _strategy(folded: Folded, store: Store) -> MemoryStrategy:
+    """The memories strategy a holder's roster declared for the store."""
+    for agent_id in store.holders:
+        inst = folded.instances.get(agent_id)
+        row = inst.declared(store.kind) if inst is not None else None
+        if row is not None and row.store_id == store.store_id:
+            return row.strategy
+    return MemoryStrategy.UNSPECIFIED
 
 
 def _turns(store: Store) -> tuple[HistoryTurn, ...]:

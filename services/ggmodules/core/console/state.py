@@ -26,6 +26,7 @@ class Instance:
     roster: tuple[RosterRow, ...] | None = None
     successors: list[str] = field(default_factory=list)
     subagents: list[str] = field(default_factory=list)
+    forks: list[str] = field(default_factory=list)
     # Set once the instance handed its modules on to a successor.
     handed_on_to: str = ""
 
@@ -78,6 +79,8 @@ class Store:
     messages: dict[int, Message] = field(default_factory=dict)
     system_prompt: str = ""
     system_prompt_set: bool = False
+    open_views: dict[str, str] = field(default_factory=dict)
+    pinned_blocks: dict[str, str] = field(default_factory=dict)
     turn: int = 0
     threads: dict[int, ArchivedThread] = field(default_factory=dict)
     happenings: list[Happening] = field(default_factory=list)

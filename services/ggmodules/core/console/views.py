@@ -113,6 +113,7 @@ class InstanceFolder:
     successors: tuple[str, ...]
     subagents: tuple[str, ...]
     running: bool
+    forks: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

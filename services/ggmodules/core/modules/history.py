@@ -108,16 +108,22 @@ def apply_state(head: StoreHead, state: HistoryState, op: HistoryOp) -> Applied:
             delta = replace(delta, system_prompt=text, system_prompt_set=True)
         case OpenView(view_id=vid, content=content):
             new.open_views[vid] = content
-            delta = replace(delta, open_views=(Block(vid, content),))
         case PinBlock(block_id=bid, content=content):
             new.pinned_blocks[bid] = content
-            delta = replace(delta, pinned_blocks=(Block(bid, content),))
         case CloseView(view_id=vid):
             _pop(new.open_views, vid, "view")
         case UnpinBlock(block_id=bid):
             _pop(new.pinned_blocks, bid, "pinned block")
         case AppendMessages():
             return append_messages(head, op)
+    if isinstance(op, OpenView | PinBlock | CloseView | UnpinBlock):
+        # The views and pins after the operation, whole: a reader of the stream (the console) learns a
+        # close or an unpin too, not only what was opened.
+        delta = replace(
+            delta,
+            open_views=tuple(Block(k, v) for k, v in new.open_views.items()),
+            pinned_blocks=tuple(Block(k, v) for k, v in new.pinned_blocks.items()),
+        )
     before = head.figures
     after = replace(before, bytes=before.bytes - state.text_bytes() + new.text_bytes())
     check_caps(Kind.HISTORY, head.caps, (before.items, after.items), (before.bytes, after.bytes))

@@ -58,15 +58,30 @@ def check_retained(position: int, pruned_through: int) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Retention:
-    """Keep the newest `events`; prune in steps of at most `slack` so pruning is not paid per event."""
+    """Keep the newest `events`, and (when set) at most `max_bytes` of payload and nothing stored more than
+    `max_age_seconds` ago (on JetStream these go onto the stream's config); prune in steps of at most
+    `slack` so pruning is not paid per event."""
 
     events: int
+    max_bytes: int | None = None
+    max_age_seconds: float | None = None
 
     @property
     def slack(self) -> int:
         return min(self.events // 100, 1000)
 
+    @property
+    def byte_slack(self) -> int:
+        return 0 if self.max_bytes is None else self.max_bytes // 100
+
     def excess(self, stored: int) -> int:
         """How many of the oldest events to prune now, given `stored` events held."""
         over = stored - self.events
         return over if over > self.slack else 0
+
+    def excess_bytes(self, stored_bytes: int) -> int:
+        """How many payload bytes of the oldest events to prune now, given `stored_bytes` held."""
+        if self.max_bytes is None:
+            return 0
+        over = stored_bytes - self.max_bytes
+        return over if over > self.byte_slack else 0

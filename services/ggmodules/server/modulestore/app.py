@@ -19,6 +19,7 @@ from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as inter
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.security import security_from
@@ -28,6 +29,7 @@ from ggmodules.server.modulestore.internal import SERVICE_NAME as INTERNAL_SERVI
 from ggmodules.server.modulestore.internal import ModuleStoreInternalServicer
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite, make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
@@ -48,7 +50,14 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = make_engine(config.database_url)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run_inline if inline else run_in_thread)
+    run = run_inline if inline else run_in_thread
+    # SQLite: pruning runs inline too, on the pinned connection, in batches short enough not to be felt.
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read)
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
+    )
+    # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
     internal = ModuleStoreInternalServicer(servicer)
@@ -59,8 +68,12 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         svc_grpc.add_ModuleStoreServiceServicer_to_server(servicer, server)
         internal_grpc.add_ModuleStoreInternalServiceServicer_to_server(internal, server)
         outbox.register(server)
+        housekeeper.start()
 
     async def on_stop() -> None:
+        await housekeeper.stop()
+        if listener is not None:
+            listener.stop()
         repo.close()
 
     return Service(
@@ -68,6 +81,6 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, INTERNAL_SERVICE, OUTBOX_SERVICE],
         on_stop=on_stop,
-        extra={"repository": repo},
+        extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
         security=security,
     )

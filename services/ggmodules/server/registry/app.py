@@ -10,8 +10,9 @@ import structlog
 from ggmodules.internal.v1 import registry_internal_service_pb2, registry_internal_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
-from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading
+from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading, engine_writing
 from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.registry.binder import ModuleStoreBinder
@@ -19,8 +20,11 @@ from ggmodules.server.registry.instances import Instances
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryInternalServicer, RegistryServicer
 from ggmodules.server.registry.successors import Successors
+from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import make_engine
+from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
+from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRow
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
@@ -29,17 +33,31 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log, security)
-    outbox = OutboxServicer(repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread)
+    positions = OutboxPositions(repo.outbox, RegOutboxPositionRow)
+    writing = engine_writing(engine)
+    outbox = OutboxServicer(
+        repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread, positions, writing
+    )
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(), writing, asyncio.to_thread, log,
+        positions=positions, requests=RegRequestRow.__table__,  # type: ignore[attr-defined]
+    )  # fmt: skip
     runs = Runs(repo)
     servicer = RegistryServicer(runs, Instances(repo, binder), binder, security.signer)
     internal = RegistryInternalServicer(runs, Successors(repo), binder, security.signer)
+    # Commits of other Registry replicas on the same PostgreSQL database wake WatchOutbox at once.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
 
     def register(server: grpc.aio.Server) -> None:
         registry_service_pb2_grpc.add_RegistryServiceServicer_to_server(servicer, server)
         registry_internal_service_pb2_grpc.add_RegistryInternalServiceServicer_to_server(internal, server)
         outbox.register(server)
+        housekeeper.start()
 
     async def on_stop() -> None:
+        await housekeeper.stop()
+        if listener is not None:
+            listener.stop()
         await binder.close()
         engine.dispose()
 
@@ -52,5 +70,6 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
             OUTBOX_SERVICE,
         ],
         on_stop=on_stop,
+        extra={"housekeeper": housekeeper, "commit_listener": listener},
         security=security,
     )

@@ -4,7 +4,6 @@ Telemetry; between requests it is kept per run and only the events after its cur
 
 from __future__ import annotations
 
-import asyncio
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 
@@ -17,6 +16,7 @@ from ggmodules.core.errors import NotFound, Reason
 from ggmodules.core.modules.limits import check_name
 from ggmodules.core.telemetry.streams import StreamFilter
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog, SqlEventLog
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire import console as wire
@@ -118,23 +118,27 @@ class Console:
 
 
 def repository_loader(repo: TelemetryRepository) -> EventLoader:
-    """A run's whole retained stream, read page by page off Telemetry's log."""
+    """A run's whole retained stream, read page by page off Telemetry's SQL log."""
+    return event_log_loader(SqlEventLog(repo))
 
-    def read_all(run_id: str, after: int) -> list[telemetry_pb2.StreamEvent]:
+
+def event_log_loader(event_log: EventLog) -> EventLoader:
+    """A run's whole retained stream, read page by page off Telemetry's event log (SQL or JetStream)."""
+
+    async def load(run_id: str, after: int) -> list[telemetry_pb2.StreamEvent]:
         out: list[telemetry_pb2.StreamEvent] = []
         where = StreamFilter(run_id=run_id)
         while True:
-            page = repo.read(where, after, PAGE)
+            page = await event_log.read(where, after, PAGE)
             out.extend(telemetry_pb2.StreamEvent(cursor=s.cursor, event=s.event) for s in page.events)
             if not page.full or not page.events:
                 return out
             after = page.events[-1].cursor
 
-    async def load(run_id: str, after: int) -> list[telemetry_pb2.StreamEvent]:
-        return await asyncio.to_thread(read_all, run_id, after)
-
     return load
 
 
-def build_console(repo: TelemetryRepository, log: structlog.typing.FilteringBoundLogger) -> Console:
-    return Console(repository_loader(repo))
+def build_console(
+    repo: TelemetryRepository, log: structlog.typing.FilteringBoundLogger, event_log: EventLog | None = None
+) -> Console:
+    return Console(event_log_loader(event_log or SqlEventLog(repo)))

@@ -1,8 +1,14 @@
-"""Followers: one task per origin, following its WatchOutbox from the highest origin_seq stored for it.
+"""Followers (relays): one task per origin, following its WatchOutbox from the highest origin_seq the event
+log holds for it, and appending what arrives to the log.
 
-Events arrive at least once and are stored once (unique origin and origin_seq). When the origin cannot be
-reached, or its stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded
-backoff; the origin keeps working meanwhile and its outbox drains when the link returns.
+Events arrive at least once and are stored once (per (origin, origin_seq): a unique key on the SQL log, a
+`Nats-Msg-Id` on JetStream), so any number of relays, one per Telemetry replica, may follow one origin.
+After each batch is durably in the log the follower tells the origin so (OutboxService.AckOutbox, follower
+"telemetry"), which lets the origin prune its outbox below that. When the origin cannot be reached, or its
+stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded backoff; the
+origin keeps working meanwhile and its outbox drains when the link returns.
+An origin that pruned past where Telemetry stands (its database was replaced) refuses OUT_OF_RANGE
+(OUTBOX_PRUNED): the follower logs the gap as an error and resumes at the oldest event the origin holds.
 """
 
 from __future__ import annotations
@@ -11,17 +17,22 @@ import asyncio
 
 import grpc
 import structlog
+from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
+from grpc_status import rpc_status
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
 from ggmodules.runtime.security import INSECURE, Security
-from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog
 
 HEARTBEAT_MS = 1000
 # A stream with nothing, not even a heartbeat, for this long is taken to be dead.
 SILENCE_SECONDS = 5 * HEARTBEAT_MS / 1000
 BACKOFF_MIN, BACKOFF_MAX = 0.05, 2.0
+# The name Telemetry's relays report their position under (AckOutbox); one log, one position, however many
+# replicas relay into it.
+FOLLOWER_NAME = "telemetry"
 
 
 class Follower:
@@ -29,16 +40,25 @@ class Follower:
         self,
         origin: str,
         address: str,
-        repo: TelemetryRepository,
+        event_log: EventLog,
         log: structlog.typing.FilteringBoundLogger,
         security: Security = INSECURE,
     ) -> None:
         self.origin = origin
         self._security = security
         self.address = address
-        self._repo = repo
+        self._event_log = event_log
+        self._acks = True  # False once the origin answered UNIMPLEMENTED (an older origin)
         self._log = log.bind(origin=origin, address=address)
         self._task: asyncio.Task[None] | None = None
+        # The newest durable position not yet reported, and what wakes the task that reports it (off the
+        # path of the events: an AckOutbox per batch would hold up the next batch by a round trip).
+        self._durable = 0
+        self._to_ack = asyncio.Event()
+        # For the outbox-lag gauge: the origin's newest origin_seq last heard of, and the highest stored.
+        self.head_origin_seq = 0
+        self.stored_origin_seq = 0
+        self._resume_at = 0  # past a gap the origin reported (see the module doc)
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"follow-{self.origin}")
@@ -49,35 +69,94 @@ class Follower:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        delay = BACKOFF_MIN
         async with service_channel(self.address, self._security.channel_credentials) as channel:
             stub = pb_grpc.OutboxServiceStub(channel)
-            while True:
-                try:
-                    if await self._follow(stub):
-                        delay = BACKOFF_MIN
-                except grpc.aio.AioRpcError as err:
+            acks = asyncio.get_running_loop().create_task(self._acks_loop(stub), name=f"ack-{self.origin}")
+            try:
+                await self._follow_forever(stub)
+            finally:
+                acks.cancel()
+                await asyncio.gather(acks, return_exceptions=True)
+
+    async def _follow_forever(self, stub: pb_grpc.OutboxServiceStub) -> None:
+        delay = BACKOFF_MIN
+        while True:
+            try:
+                if await self._follow(stub):
+                    delay = BACKOFF_MIN
+            except grpc.aio.AioRpcError as err:
+                if not self._past_gap(err):
                     self._log.info("origin unreachable", code=err.code().name, retry_in=delay)
-                except TimeoutError:
-                    self._log.info("origin silent; reconnecting", retry_in=delay)
-                except Exception:
-                    self._log.exception("following failed", retry_in=delay)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, BACKOFF_MAX)
+            except TimeoutError:
+                self._log.info("origin silent; reconnecting", retry_in=delay)
+            except Exception:
+                self._log.exception("following failed", retry_in=delay)
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, BACKOFF_MAX)
 
     async def _follow(self, stub: pb_grpc.OutboxServiceStub) -> bool:
         """Follows until the stream ends or fails; True if anything arrived."""
-        after = await asyncio.to_thread(self._repo.highest_origin_seq, self.origin)
-        request = pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS)
-        call = stub.WatchOutbox(request, metadata=self._security.call_metadata())
+        stored = await self._event_log.highest_origin_seq(self.origin)
+        self.stored_origin_seq = stored
+        after = max(stored, self._resume_at)
+        call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS),
+                                metadata=self._security.call_metadata())
         arrived = False
         try:
+            if stored > self._durable:  # a new connection: say where the log stands (after a restart too)
+                self._durable = stored
+                self._to_ack.set()
             while True:
                 response = await asyncio.wait_for(call.read(), SILENCE_SECONDS)
                 if response is grpc.aio.EOF:
                     return arrived
                 arrived = True
+                self.head_origin_seq = max(self.head_origin_seq, response.head_origin_seq)
                 if response.events:
-                    await asyncio.to_thread(self._repo.ingest, self.origin, list(response.events))
+                    await self._event_log.append(self.origin, list(response.events))
+                    self._durable = response.events[-1].origin_seq
+                    self._to_ack.set()
+                    self.stored_origin_seq = response.events[-1].origin_seq
         finally:
             call.cancel()
+
+    async def _acks_loop(self, stub: pb_grpc.OutboxServiceStub) -> None:
+        """Reports the newest durable position whenever it moved; a failure is only logged (the next
+        position is reported again)."""
+        while self._acks:
+            await self._to_ack.wait()
+            self._to_ack.clear()
+            durable = self._durable
+            request = pb.AckOutboxRequest(follower=FOLLOWER_NAME, durable_origin_seq=durable)
+            try:
+                await stub.AckOutbox(
+                    request, timeout=SILENCE_SECONDS, metadata=self._security.call_metadata()
+                )
+            except grpc.aio.AioRpcError as err:
+                if err.code() == grpc.StatusCode.UNIMPLEMENTED:
+                    self._acks = False
+                self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)
+
+    def _past_gap(self, err: grpc.aio.AioRpcError) -> bool:
+        """An origin that pruned past Telemetry's position: log the gap and resume after it."""
+        if err.code() != grpc.StatusCode.OUT_OF_RANGE:
+            return False
+        oldest = _metadata(err).get("oldest_origin_seq", "")
+        if not oldest.isdigit():
+            return False
+        self._resume_at = int(oldest) - 1
+        self._log.error(
+            "origin pruned events Telemetry never stored; resuming after the gap",
+            resume_after=self._resume_at,
+            detail=err.details(),
+        )
+        return True
+
+
+def _metadata(err: grpc.aio.AioRpcError) -> dict[str, str]:
+    status = rpc_status.from_call(err)
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.ErrorInfo()
+        if detail.Unpack(info):
+            return dict(info.metadata)
+    return {}

@@ -10,7 +10,7 @@ import grpc
 
 from ggmodules.server.telemetry.subscriptions import subscribe
 from ggmodules.server.telemetry.turns import TurnReports
-from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 
@@ -35,15 +35,15 @@ class ConsoleViews(Protocol):
 
 
 class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
-    def __init__(self, repo: TelemetryRepository, console: ConsoleViews, turns: TurnReports) -> None:
-        self._repo = repo
+    def __init__(self, log: EventLog, console: ConsoleViews, turns: TurnReports) -> None:
+        self._log = log
         self._console = console
         self._turns = turns
 
     async def Subscribe(
         self, request: pb.SubscribeRequest, ctx: Context
     ) -> AsyncIterator[pb.SubscribeResponse]:
-        async for item in subscribe(self._repo, request):
+        async for item in subscribe(self._log, request):
             yield item
 
     async def ReportTurn(self, request: pb.ReportTurnRequest, ctx: Context) -> pb.ReportTurnResponse:

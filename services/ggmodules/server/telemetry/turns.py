@@ -23,6 +23,7 @@ from ggmodules.runtime.dependency import Dependency
 from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import EventLog
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.wire.telemetry import turn_event, turn_report
 
@@ -38,9 +39,11 @@ class TurnReports:
         repo: TelemetryRepository,
         registry_address: str,
         log: structlog.typing.FilteringBoundLogger,
+        event_log: EventLog | None = None,
         security: Security = INSECURE,
     ) -> None:
         self._repo = repo
+        self._event_log = event_log
         self._registry = Dependency(
             "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE,
             security=security,
@@ -64,7 +67,8 @@ class TurnReports:
         def answer(cursor: int) -> bytes:
             return pb.ReportTurnResponse(cursor=cursor).SerializeToString(deterministic=True)
 
-        raw = await asyncio.to_thread(self._repo.report, event, key, answer, admit)
+        publish = self._event_log.turn_publisher() if self._event_log is not None else None
+        raw = await asyncio.to_thread(self._repo.report, event, key, answer, admit, publish)
         return pb.ReportTurnResponse.FromString(raw)
 
     async def _confirm(self, report: TurnReport) -> KnownAgent:

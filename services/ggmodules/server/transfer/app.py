@@ -3,8 +3,11 @@ that finishes every transfer left pending (at start-up, and after a dependency o
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import grpc
 import structlog
+from prometheus_client.core import GaugeMetricFamily
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.security import security_from
@@ -45,5 +48,21 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
         on_stop=on_stop,
+        extra={"collectors": [JournalPending(repo)]},
         security=security,
     )
+
+
+class JournalPending:
+    """`ggmodules_transfer_journal_pending`: transfers journaled but not yet completed or failed (each is
+    driven on by the resumer), counted in the journal when /metrics is scraped."""
+
+    def __init__(self, repo: TransferRepository) -> None:
+        self._repo = repo
+
+    def collect(self) -> Iterator[GaugeMetricFamily]:
+        pending = self._repo.transact(lambda unit: unit.pending_ids())
+        yield GaugeMetricFamily(
+            "ggmodules_transfer_journal_pending", "Transfers journaled and not yet finished",
+            value=len(pending),
+        )

@@ -12,6 +12,7 @@ On PostgreSQL the reservation is one statement; SQLite admits one writer at a ti
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Sequence
@@ -53,6 +54,16 @@ _RESERVE_ONE = Prepared(
     .on_conflict_do_update(index_elements=["run_id", "agent_id"], set_={"seq": _HEADS.c.seq + bindparam("n")})
     .returning(_HEADS.c.seq)
 )
+# SQLite: the same for many streams in one statement, given as a JSON array of [run_id, agent_id, n] (a write
+# to a store with H holders reserves H streams: one statement instead of H).
+_RESERVE_MANY = Prepared(
+    text(
+        f"INSERT INTO {_HEADS.name} (run_id, agent_id, seq) "
+        "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:streams) WHERE true "
+        "ON CONFLICT (run_id, agent_id) DO UPDATE SET seq = seq + excluded.seq "
+        "RETURNING run_id, agent_id, seq"
+    )
+)
 _INSERT_EVENTS = Prepared(
     _ROWS.insert().values(
         run_id=bindparam("run_id"),
@@ -69,6 +80,7 @@ def _claim(dialect: Any) -> Prepared:
         request_id=bindparam("request_id"),
         request_hash=bindparam("request_hash"),
         response=bindparam("response"),
+        created_at=bindparam("created_at"),
     )
     return Prepared(
         stmt.on_conflict_do_nothing(index_elements=["method", "request_id"]).returning(_REQUESTS.c.request_id)
@@ -125,10 +137,11 @@ class FastOutbox(Outbox):
                 "counts": [counts[s] for s in streams],
             }
             return {(r, a): int(seq) for r, a, seq in _RESERVE.all(tx, params)}
-        return {
-            (r, a): int(_RESERVE_ONE.scalar(tx, {"run_id": r, "agent_id": a, "n": counts[(r, a)]}))
-            for r, a in streams
-        }
+        if len(streams) > 1:
+            many = json.dumps([[r, a, counts[(r, a)]] for r, a in streams])
+            return {(r, a): int(seq) for r, a, seq in _RESERVE_MANY.all(tx, {"streams": many})}
+        ((r, a),) = streams
+        return {(r, a): int(_RESERVE_ONE.scalar(tx, {"run_id": r, "agent_id": a, "n": counts[(r, a)]}))}
 
 
 class FastRequestLog(RequestLog):
@@ -137,7 +150,13 @@ class FastRequestLog(RequestLog):
 
     def claim(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         tx = Tx.of(conn)
-        params = {"method": method, "request_id": request_id, "request_hash": request_hash, "response": b""}
+        params = {
+            "method": method,
+            "request_id": request_id,
+            "request_hash": request_hash,
+            "response": b"",
+            "created_at": int(time.time()),
+        }
         if _CLAIM[tx.dialect.name].one(tx, params) is not None:
             return None
         answer = self.recall(tx, method, request_id, request_hash)

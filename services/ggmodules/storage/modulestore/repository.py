@@ -29,8 +29,10 @@ from ggmodules.storage.modulestore.archive_index import vectors
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
 from ggmodules.storage.modulestore.prepared import Tx
+from ggmodules.storage.modulestore.tables import MsOutboxPosition, MsRequest
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.outbox import OutboxPage
+from ggmodules.storage.outbox_pruning import OutboxPositions
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
@@ -44,6 +46,8 @@ class ModuleStoreRepository:
         self.outbox = FastOutbox(ORIGIN)
         self.requests = FastRequestLog()
         self.committed = CommitSignal()  # notified after every mutation: wakes WatchOutbox streams
+        self.positions = OutboxPositions(self.outbox, MsOutboxPosition)
+        self.request_table = MsRequest.__table__  # type: ignore[attr-defined]
 
     def mutate(self, key: RequestKey | None, apply: Callable[[Connection], M], response_type: type[M]) -> M:
         response = self.transactions.mutate(self.requests, key, apply, response_type)
@@ -120,7 +124,11 @@ class ModuleStoreRepository:
         return self.read(run_ends.ended_runs)
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
-        return self.read(lambda c: self.outbox.read(c, after, limit, run_id))
+        def read(c: Connection) -> OutboxPage:
+            page = self.outbox.read(c, after, limit, run_id)
+            return self.positions.check(c, after, page)  # after the rows: a prune between the two is seen
+
+        return self.read(read)
 
     def close(self) -> None:
         self.transactions.close()

@@ -10,6 +10,7 @@ from sqlmodel import Field, SQLModel
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.idempotency import IdempotencyRow
 from ggmodules.storage.outbox import OutboxRow, StreamHeadRow
+from ggmodules.storage.outbox_pruning import OutboxPositionRow
 
 # SQLite: rows live in their primary-key B-tree (no separate rowid table), so a commit writes fewer pages.
 CLUSTERED = {"sqlite_with_rowid": False}
@@ -162,6 +163,13 @@ class MsStreamHead(StreamHeadRow, table=True):
     __table_args__ = CLUSTERED
 
 
+class MsOutboxPosition(OutboxPositionRow, table=True):
+    """Followers' durable positions in the outbox and how far it was pruned (storage/outbox_pruning.py)."""
+
+    __tablename__ = "ms_outbox_positions"
+    __table_args__ = CLUSTERED
+
+
 class MsRequest(IdempotencyRow, table=True):
     __tablename__ = "ms_requests"
     __table_args__ = CLUSTERED
@@ -195,6 +203,7 @@ TABLES = [
         MsOutbox,
         MsStreamHead,
         MsRequest,
+        MsOutboxPosition,
     )
 ]
 

@@ -207,12 +207,18 @@ def _snapshots(
     contents: Contents | None = applied.delta
     sets = read_sets.load_many(conn, (r.read_set_id or "" for r in others)) if kind == Kind.SKILLS else {}
     events = []
+    if not isinstance(applied.delta, SkillsContents):  # one snapshot for all: built once, copied per holder
+        template = snapshot_event(run_id, "", kind, store_id, figures, contents, agent_id)
+        for r in others:
+            event = event_pb2.Event()
+            event.CopyFrom(template)
+            event.agent_id = r.agent_id or ""
+            events.append(event)
+        return events
     for r in others:
         assert r.agent_id is not None
-        holder_figures = figures
-        if isinstance(applied.delta, SkillsContents):
-            theirs = sets.get(r.read_set_id or "", ())
-            holder_figures = skills.holder_figures(figures, theirs)
-            contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
+        theirs = sets.get(r.read_set_id or "", ())
+        holder_figures = skills.holder_figures(figures, theirs)
+        contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
         events.append(snapshot_event(run_id, r.agent_id, kind, store_id, holder_figures, contents, agent_id))
     return events

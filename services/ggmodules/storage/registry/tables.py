@@ -8,6 +8,7 @@ from sqlmodel import Field, SQLModel
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.idempotency import IdempotencyRow
 from ggmodules.storage.outbox import OutboxRow, StreamHeadRow
+from ggmodules.storage.outbox_pruning import OutboxPositionRow
 
 
 class RegRunRow(SQLModel, table=True):
@@ -83,6 +84,12 @@ class RegStreamHeadRow(StreamHeadRow, table=True):
     __tablename__ = "reg_stream_heads"
 
 
+class RegOutboxPositionRow(OutboxPositionRow, table=True):
+    """Followers' durable positions in the outbox and how far it was pruned (storage/outbox_pruning.py)."""
+
+    __tablename__ = "reg_outbox_positions"
+
+
 class RegRequestRow(IdempotencyRow, table=True):
     __tablename__ = "reg_requests"
 
@@ -94,4 +101,5 @@ TABLES = [
     RegOutboxRow.__table__,  # type: ignore[attr-defined]
     RegStreamHeadRow.__table__,  # type: ignore[attr-defined]
     RegRequestRow.__table__,  # type: ignore[attr-defined]
+    RegOutboxPositionRow.__table__,  # type: ignore[attr-defined]
 ]

@@ -60,6 +60,8 @@ class RecentEvents:
         """Called after a write commits, with what it stored (in cursor order) and the pruning point."""
         with self._lock:
             for item in stored:
+                if item.cursor <= self._head:
+                    continue  # already held (a refresh raced this process's own write)
                 self._events.append(item)
                 self._bytes += item.size
                 self._head = item.cursor
@@ -68,6 +70,12 @@ class RecentEvents:
                 self._bytes -= oldest.size
                 self._floor = oldest.cursor
             self._pruned_through = max(self._pruned_through, pruned_through)
+
+    @property
+    def head(self) -> int:
+        """The newest cursor held (everything up to it that was stored is here or below the floor)."""
+        with self._lock:
+            return self._head
 
     @property
     def held(self) -> tuple[int, int]:

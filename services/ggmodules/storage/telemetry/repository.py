@@ -5,6 +5,12 @@ advisory transaction lock), so cursors commit in the order they were issued: a r
 has seen every cursor below it. `committed` is notified after each write commits. A write the database
 refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
+Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
+database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
+are passed over before inserting (so a second replica's relay wastes no cursor and stores nothing twice);
+and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
+replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
+
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
 """
@@ -13,6 +19,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -50,6 +57,14 @@ from ggmodules.storage.telemetry.tables import (
 
 ORIGIN = "telemetry"
 PRUNED_THROUGH = "pruned_through"
+# Retention by bytes or age prunes at most this many of the oldest events per write, so a write never waits
+# long behind pruning; a backlog is worked off over the next writes.
+PRUNE_STEP = 1000
+AGE_CHECK_SECONDS = 1.0
+# How many events tel_events holds now, and their payload bytes, kept beside them so every replica counts
+# alike.
+STORED = "stored"
+STORED_BYTES = "stored_bytes"
 _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
@@ -74,16 +89,37 @@ class TelemetryRepository:
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
         self._requests = RequestLog(TelRequestRow)
-        self._stored = self._count()
+        # PostgreSQL may be shared by several replicas: the count, the bytes and each origin's position are
+        # then read under the write lock at each write. A SQLite file is one process's, which keeps them in
+        # memory.
+        self._shared = engine.dialect.name == "postgresql"
+        self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
+        self._age_checked = 0.0
+        self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
+        self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
-    def _count(self) -> int:
+    def _count(self) -> tuple[int, int]:
+        """Events held and their payload bytes."""
         with self._reader.connect() as conn:
-            return int(conn.execute(select(func.count()).select_from(_events)).scalar_one())
+            count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
+            return int(count), int(size or 0)
+
+    def _load_stored(self, conn: Connection) -> tuple[int, int]:
+        """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
+        made before them)."""
+        keys = _meta.c.key.in_([STORED, STORED_BYTES])
+        rows: dict[str, int] = dict(conn.execute(select(_meta.c.key, _meta.c.value).where(keys)).all())
+        if STORED in rows and STORED_BYTES in rows:
+            return int(rows[STORED]), int(rows[STORED_BYTES])
+        count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
+        self._set_meta(conn, STORED, int(count))
+        self._set_meta(conn, STORED_BYTES, int(size or 0))
+        return int(count), int(size or 0)
 
     # ---- writes -------------------------------------------------------------------------------------
 
@@ -91,32 +127,68 @@ class TelemetryRepository:
     def _writing(self) -> Iterator[Connection]:
         with self._lock:
             self._pending, self._pending_pruned = [], 0
-            stored = self._stored
+            stored, stored_bytes = self._stored, self._stored_bytes
             try:
                 with self.engine.begin() as conn:
-                    if conn.dialect.name == "postgresql":
+                    if self._shared:
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
+                        self._stored, self._stored_bytes = stored, stored_bytes = self._load_stored(conn)
                     yield conn
                     self._prune(conn)
+                    if self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes):
+                        self._set_meta(conn, STORED, self._stored)
+                        self._set_meta(conn, STORED_BYTES, self._stored_bytes)
             except DomainError:
-                self._stored = stored  # a refusal: rolled back before anything was committed
+                self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
             except BaseException:
-                self._stored = self._count()  # what the rolled-back transaction counted is void
+                if not self._shared:
+                    self._stored, self._stored_bytes = self._count()  # the rolled-back counts are void
                 raise
-            self.recent.committed(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
+            self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
 
+    def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
+        """Hands what this process committed to the recent-events cache when it follows on from the cache's
+        head with nothing between (the write lock makes cursors commit in order, so then nobody else's
+        commit lies between); otherwise the cache is filled from the log (`refresh`)."""
+        with self._refreshing:
+            if not stored or stored[0].cursor == self.recent.head + 1:
+                self.recent.committed(stored, pruned_through)
+                return
+        self.refresh()
+
+    def refresh(self) -> None:
+        """Brings the recent-events cache up to the log's head: every event stored since its head, by this
+        replica or another, in cursor order. Then wakes this process's subscribers."""
+        with self._refreshing:
+            after = self.recent.head
+            while True:
+                got = self.read(StreamFilter(), after, CAPACITY)
+                self.recent.committed(got.events, got.pruned_through)
+                if not got.full:
+                    break
+                after = got.events[-1].cursor
+        self.committed.notify()
+
     def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
-        """Stores each event of `origin` not stored yet; returns how many were new."""
+        """Stores each event of `origin` not stored yet; returns how many were new. An origin's events arrive
+        in origin_seq order, so those at or below the highest stored for it are stored already (or pruned):
+        they are passed over before the INSERT, which would otherwise draw (and waste) a cursor each."""
         if not events:
             return 0
 
         def attempt() -> int:
             with self._writing() as conn:
-                inserted = self._insert(conn, events)
+                highest = self._highest.get(origin)
+                if highest is None or self._shared:
+                    highest = _meta_value(conn, f"origin/{origin}")
+                fresh = [ev for ev in events if ev.origin_seq > highest]
+                inserted = self._insert(conn, fresh) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
-                self._raise_meta(conn, f"origin/{origin}", max(ev.origin_seq for ev in events))
+                now = max(highest, *(ev.origin_seq for ev in events))
+                self._raise_meta(conn, f"origin/{origin}", now)
+            self._highest[origin] = now  # committed
             return inserted
 
         return retrying(attempt, self.retries)
@@ -137,13 +209,15 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None = None,
     ) -> bytes:
         """Appends Telemetry's own turn `event` (once per request id) and returns the serialized answer that
         `answer(cursor)` builds; a retried request id returns the first answer. Otherwise `admit` is given
         the agent as stored (None if unknown) and returns the agent to record the turn against, or
         refuses; it runs under the write lock, so two reports of one agent are checked one after the
-        other."""
-        return retrying(lambda: self._report(event, key, answer, admit), self.retries)
+        other. With an external event log, `publish(event)` stores the event there (inside the transaction,
+        before it commits) and returns its cursor; otherwise it goes into tel_events."""
+        return retrying(lambda: self._report(event, key, answer, admit, publish), self.retries)
 
     def _report(
         self,
@@ -151,21 +225,25 @@ class TelemetryRepository:
         key: tuple[str, str, str] | None,
         answer: Any,
         admit: Callable[[KnownAgent | None], KnownAgent],
+        publish: Callable[[event_pb2.Event], int] | None,
     ) -> bytes:
         with self._writing() as conn:
             if key is not None and (prior := self._requests.claim(conn, *key)) is not None:
                 return prior
             agent = admit(_known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
-            self._insert(conn, [event])
             self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
-            cursor = int(
-                conn.execute(
-                    select(_events.c.cursor).where(
-                        _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
-                    )
-                ).scalar_one()
-            )
+            if publish is not None:
+                cursor = publish(event)
+            else:
+                self._insert(conn, [event])
+                cursor = int(
+                    conn.execute(
+                        select(_events.c.cursor).where(
+                            _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
+                        )
+                    ).scalar_one()
+                )
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
@@ -175,6 +253,7 @@ class TelemetryRepository:
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
         payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
+        now = int(time.time())
         stmt = (
             dialect.insert(_events)
             .values(
@@ -185,6 +264,7 @@ class TelemetryRepository:
                         "run_id": ev.run_id,
                         "agent_id": ev.agent_id,
                         "payload": payload,
+                        "stored_at": now,
                     }
                     for ev, payload in payloads.values()
                 ]
@@ -196,6 +276,7 @@ class TelemetryRepository:
         for r in rows:
             ev, payload = payloads[(r.origin, r.origin_seq)]
             self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
+            self._stored_bytes += len(payload)
         self._stored += len(rows)
         return len(rows)
 
@@ -243,19 +324,81 @@ class TelemetryRepository:
             )
         )
 
+    def raise_position(self, origin: str, origin_seq: int) -> None:
+        """Records that every event of `origin` up to `origin_seq` is stored (in an external event log)."""
+
+        def attempt() -> None:
+            with self.engine.begin() as conn:
+                self._raise_meta(conn, f"origin/{origin}", origin_seq)
+
+        retrying(attempt, self.retries)
+
+    def _set_meta(self, conn: Connection, key: str, value: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        stmt = dialect.insert(_meta).values(key=key, value=value)
+        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value}))
+
     def _prune(self, conn: Connection) -> None:
+        """Prunes the oldest events past any retention bound: count, bytes, age (see settings.py)."""
+        through = max(self._count_bound(conn), self._bytes_bound(conn), self._age_bound(conn))
+        if not through:
+            return
+        pruned, size = conn.execute(
+            select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
+        ).one()
+        conn.execute(delete(_events).where(_events.c.cursor <= through))
+        self._raise_meta(conn, PRUNED_THROUGH, int(through))
+        self._pending_pruned = int(through)
+        self._stored -= int(pruned)
+        self._stored_bytes -= int(size or 0)
+
+    def _count_bound(self, conn: Connection) -> int:
         excess = self.retention.excess(self._stored)
         if not excess:
-            return
+            return 0
         through = conn.execute(
             select(_events.c.cursor).order_by(_events.c.cursor).offset(excess - 1).limit(1)
         ).scalar()
-        if through is None:
-            return
-        pruned = int(conn.execute(delete(_events).where(_events.c.cursor <= through)).rowcount)
-        self._raise_meta(conn, PRUNED_THROUGH, int(through))
-        self._pending_pruned = int(through)
-        self._stored -= pruned
+        return int(through or 0)
+
+    def _bytes_bound(self, conn: Connection) -> int:
+        """The cursor through which the oldest events free enough bytes (at most PRUNE_STEP a write)."""
+        excess = self.retention.excess_bytes(self._stored_bytes)
+        if not excess:
+            return 0
+        sizes = select(_events.c.cursor, func.length(_events.c.payload))
+        oldest = conn.execute(sizes.order_by(_events.c.cursor).limit(PRUNE_STEP)).all()
+        freed, through = 0, 0
+        for cursor, size in oldest:
+            freed, through = freed + int(size), int(cursor)
+            if freed >= excess:
+                break
+        return through
+
+    def _age_bound(self, conn: Connection) -> int:
+        """The newest of the oldest events (at most PRUNE_STEP a write) stored before the age window; looked
+        for at most once a second."""
+        window = self.retention.max_age_seconds
+        if window is None or time.monotonic() - self._age_checked < AGE_CHECK_SECONDS:
+            return 0
+        self._age_checked = time.monotonic()
+        oldest = select(_events.c.cursor, _events.c.stored_at).order_by(_events.c.cursor).limit(PRUNE_STEP)
+        page = oldest.subquery()
+        through = conn.execute(
+            select(func.max(page.c.cursor)).where(page.c.stored_at < int(time.time() - window))
+        ).scalar()
+        return int(through or 0)
+
+    def prune_own_outbox(self, conn: Connection, batch: int) -> int:
+        """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
+        every row but the newest (which keeps the numbering going on SQLite) is dead weight."""
+        rows = self._outbox._rows
+        newest = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
+        if newest is None:
+            return 0
+        oldest = select(rows.c.origin_seq).where(rows.c.origin_seq < newest).order_by(rows.c.origin_seq)
+        stmt = delete(rows).where(rows.c.origin_seq.in_(oldest.limit(batch).scalar_subquery()))
+        return int(conn.execute(stmt).rowcount)
 
     # ---- reads --------------------------------------------------------------------------------------
 

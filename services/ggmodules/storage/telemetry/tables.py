@@ -35,6 +35,8 @@ class TelEventRow(SQLModel, table=True):
     agent_id: str
     # A serialized ggmodules.common.v1.Event, origin_seq included.
     payload: bytes
+    # When Telemetry stored it (Unix seconds): retention by age prunes the oldest past the window.
+    stored_at: int = Field(default=0, sa_type=BigInteger)
 
 
 class TelMetaRow(SQLModel, table=True):

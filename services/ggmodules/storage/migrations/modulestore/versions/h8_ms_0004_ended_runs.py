@@ -1,7 +1,7 @@
 """modulestore: runs Registry has ended (`ms_ended_runs`), whose writes are refused (R50).
 
 Revision ID: h8_ms_0004
-Revises: h6_ms_0003
+Revises: h9log_ms_0004
 """
 
 import sqlalchemy as sa
@@ -9,7 +9,7 @@ import sqlmodel
 from alembic import op
 
 revision = "h8_ms_0004"
-down_revision = "h6_ms_0003"
+down_revision = "h9log_ms_0004"
 branch_labels = None
 depends_on = None
 

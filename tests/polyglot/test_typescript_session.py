@@ -1,15 +1,16 @@
-"""The Node.js client (clients/node) drives a real Registry and ModuleStore through the same contracts.
+"""The TypeScript client (clients/typescript) drives a real Registry and ModuleStore through the contracts.
 
-`session.js` runs as a subprocess against the suite; its JSON lines are what a Node runtime observed, and the
-Python stubs then read the stores it wrote to check both languages see one state.
+`dist/examples/session.js` (compiled from src/examples/session.ts) runs as a subprocess against the suite;
+its JSON lines are what a Node runtime observed, and the Python stubs then read the stores it wrote to check
+both languages see one state. (This session was the untyped Node client's, which the typed client replaced.)
 """
 
 from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,7 +22,6 @@ from ggmodules.registry.v1 import registry_pb2, registry_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as reg_pb2
 from tests.harness import ROOT, Suite
 
-NODE_CLIENT = ROOT / "clients" / "node"
 KIND_ORDER = ["KIND_HISTORY", "KIND_MEMORIES", "KIND_TASKS", "KIND_BOARD", "KIND_SKILLS", "KIND_ARCHIVE"]
 STEPS = ["create_run", "open_instance", "set_system_prompt", "append_messages", "create_task", "create_issue",
          "fork_instance", "copy_writes", "render_prompt", "refusal"]
@@ -30,15 +30,10 @@ Session = dict[str, dict[str, Any]]
 
 
 @pytest.fixture(scope="module")
-def node_session(suite: Suite) -> Session:
+def node_session(suite: Suite, ts_client: Path) -> Session:
     """One run of session.js against the suite, its JSON lines keyed by step."""
-    node = shutil.which("node")
-    assert node, "Node.js 20+ must be on PATH to run the polyglot client"
-    assert (NODE_CLIENT / "node_modules" / "@grpc" / "grpc-js").is_dir(), (
-        "clients/node/node_modules is missing: run `make setup` (npm install in clients/node)"
-    )
     proc = subprocess.run(
-        [node, str(NODE_CLIENT / "session.js"),
+        ["node", str(ts_client / "examples" / "session.js"),
          "--registry", suite.registry.address, "--modulestore", suite.modulestore.address],
         capture_output=True, text=True, timeout=60, cwd=ROOT, check=False,
     )

@@ -1,0 +1,155 @@
+"""Bounded outboxes and request logs (issue 14): what every follower has durably taken in is pruned, and a
+request id older than the retention window is forgotten.
+
+Followers' positions live in the service's own database (a `<prefix>_outbox_positions` table, one row per
+`follower/<name>`), beside `pruned_through`: every event at or below it may be gone. A position only rises;
+a follower that claims more than the outbox holds is refused and changes nothing.
+
+Pruning (`prune_step`) deletes, in one short transaction, at most `batch` of the oldest events at or below
+min(every known follower's position) - margin, and raises `pruned_through` in the same transaction. The
+newest event is never pruned, so origin_seq values are never drawn twice. No
+follower known yet: nothing is pruned. A reader positioned below `pruned_through` is refused OUT_OF_RANGE
+(OUTBOX_PRUNED) with the oldest position it may resume from: it is told, never silently skipped. Readers
+check `pruned_through` after reading their rows, so a prune committed between the two is always seen.
+
+kill -9 at any point: a prune step is one transaction (rows gone and `pruned_through` raised together, or
+neither); a follower's position is raised only by its own acknowledgement, sent after its insert committed.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from typing import Any
+
+from sqlalchemy import Table, delete, func, select, tuple_
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection
+from sqlmodel import Field, SQLModel
+
+from ggmodules.core.errors import FailedPrecondition, InvalidArgument, OutOfRange, Reason
+from ggmodules.storage.columns import SEQ
+from ggmodules.storage.outbox import Outbox, OutboxPage
+
+PRUNED_THROUGH = "pruned_through"
+FOLLOWER = "follower/"
+MAX_FOLLOWER_NAME = 200
+
+
+class OutboxPositionRow(SQLModel):
+    """`follower/<name>`: every origin_seq at or below `value` is durably stored by that follower.
+    `pruned_through`: every origin_seq at or below `value` may have been pruned."""
+
+    name: str = Field(primary_key=True)
+    value: int = Field(default=0, sa_type=SEQ)
+
+
+class OutboxPositions:
+    def __init__(self, outbox: Outbox, row: type[OutboxPositionRow]) -> None:
+        self._outbox = outbox
+        self._rows: Table = outbox._rows
+        self._table: Table = row.__table__  # type: ignore[attr-defined]
+
+    # ---- followers ----------------------------------------------------------------------------------
+
+    def ack(self, conn: Connection, follower: str, durable_origin_seq: int) -> None:
+        """Raises `follower`'s position to `durable_origin_seq` (never lowers it)."""
+        if not follower or len(follower) > MAX_FOLLOWER_NAME:
+            raise InvalidArgument(
+                f"follower must be a stable name of 1 to {MAX_FOLLOWER_NAME} characters, e.g. 'telemetry'",
+                metadata={"field": "follower"},
+                violations=[("follower", f"required, at most {MAX_FOLLOWER_NAME} characters")],
+            )
+        if durable_origin_seq < 0:
+            raise InvalidArgument(
+                f"durable_origin_seq {durable_origin_seq} is negative; give the highest origin_seq the "
+                "follower has durably stored (0 for none)",
+                metadata={"field": "durable_origin_seq"},
+                violations=[("durable_origin_seq", "must be 0 or more")],
+            )
+        head = int(conn.execute(select(func.max(self._rows.c.origin_seq))).scalar() or 0)
+        head = max(head, self.pruned_through(conn))
+        if durable_origin_seq > head:
+            raise FailedPrecondition(
+                f"durable_origin_seq {durable_origin_seq} is past the outbox's newest event {head}: a "
+                "follower can only have stored events it was sent; acknowledge what it stored",
+                reason=Reason.ACK_BEYOND_HEAD,
+                metadata={"durable_origin_seq": str(durable_origin_seq), "head_origin_seq": str(head)},
+            )
+        self._raise(conn, FOLLOWER + follower, durable_origin_seq)
+
+    def followers(self, conn: Connection) -> dict[str, int]:
+        rows = conn.execute(
+            select(self._table.c.name, self._table.c.value).where(self._table.c.name.startswith(FOLLOWER))
+        ).all()
+        return {str(name)[len(FOLLOWER) :]: int(value) for name, value in rows}
+
+    # ---- pruning ------------------------------------------------------------------------------------
+
+    def pruned_through(self, conn: Connection) -> int:
+        value = conn.execute(select(self._table.c.value).where(self._table.c.name == PRUNED_THROUGH))
+        return int(value.scalar() or 0)
+
+    def check(self, conn: Connection, after: int, page: OutboxPage) -> OutboxPage:
+        """`page`, read after `after`, with a head that never goes back below what was pruned; refused when
+        events past `after` were pruned. Called after the page's rows were read (see the module doc)."""
+        pruned = self.pruned_through(conn)
+        if after < pruned:
+            raise OutOfRange(
+                f"after_origin_seq {after} is older than what the {self._outbox.origin} outbox retains: "
+                f"events up to {pruned} were pruned once every known follower had taken them in; resume "
+                f"with after_origin_seq {pruned} or later and expect a gap",
+                reason=Reason.OUTBOX_PRUNED,
+                metadata={"after_origin_seq": str(after), "oldest_origin_seq": str(pruned + 1)},
+            )
+        return page if page.head >= pruned else replace(page, head=pruned)
+
+    def prune_target(self, conn: Connection, margin: int) -> int:
+        """What may be pruned: through min(followers) - margin; 0 with no follower known."""
+        positions = self.followers(conn)
+        return max(min(positions.values()) - margin, 0) if positions else 0
+
+    def prune_step(self, conn: Connection, margin: int, batch: int) -> int:
+        """Deletes at most `batch` of the oldest events that every follower has taken in (less `margin`);
+        returns how many. Run it in its own short transaction, again while it returns `batch`."""
+        # The newest event always stays: a SQLite rowid key without AUTOINCREMENT is numbered from the
+        # largest one left, and an origin_seq drawn again would be taken by followers for one they have.
+        newest = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
+        target = min(self.prune_target(conn, margin), int(newest or 0) - 1)
+        if target <= 0:
+            return 0
+        upto = conn.execute(
+            select(self._rows.c.origin_seq)
+            .where(self._rows.c.origin_seq <= target)
+            .order_by(self._rows.c.origin_seq)
+            .offset(batch - 1)
+            .limit(1)
+        ).scalar()
+        upto = target if upto is None else int(upto)
+        deleted = int(conn.execute(delete(self._rows).where(self._rows.c.origin_seq <= upto)).rowcount)
+        if upto > self.pruned_through(conn):
+            self._raise(conn, PRUNED_THROUGH, upto)
+        return deleted
+
+    def _raise(self, conn: Connection, name: str, value: int) -> None:
+        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+        larger = func.greatest if conn.dialect.name == "postgresql" else func.max  # scalar max on SQLite
+        stmt = dialect.insert(self._table).values(name=name, value=value)
+        conn.execute(
+            stmt.on_conflict_do_update(
+                index_elements=["name"], set_={"value": larger(self._table.c.value, stmt.excluded.value)}
+            )
+        )
+
+
+def prune_requests(conn: Connection, table: Table, window_seconds: float, batch: int) -> int:
+    """Deletes at most `batch` request-log rows older than the window; returns how many."""
+    cutoff = int(time.time() - window_seconds)
+    oldest = (
+        select(table.c.method, table.c.request_id)
+        .where(table.c.created_at < cutoff)
+        .order_by(table.c.created_at)
+        .limit(batch)
+    )
+    stmt = delete(table).where(tuple_(table.c.method, table.c.request_id).in_(oldest))
+    return int(conn.execute(stmt).rowcount)

@@ -1,0 +1,176 @@
+"""Telemetry's event log: one interface, two implementations.
+
+- `SqlEventLog` (the embedded default): the `tel_events` table in Telemetry's own database (SQLite or
+  PostgreSQL), written by TelemetryRepository. Several replicas may share one PostgreSQL database: each
+  one's subscribers are woken by the others' inserts (LISTEN/NOTIFY on tel_events) and its recent-events
+  cache is filled from the table in cursor order.
+- `JetStreamEventLog` (storage/telemetry/jetstream.py): a NATS JetStream stream, selected by a `nats://`
+  URL (`--event-log`, GGMODULES_TELEMETRY_EVENT_LOG). The cursor is the stream sequence.
+
+Both store each (origin, origin_seq) once, whichever relay or replica appends it, and serve Subscribe (R33)
+the same way: events after a cursor in cursor order, a heartbeat with a resumable cursor when idle,
+OUT_OF_RANGE (`oldest_cursor`) for a position older than what is retained. tests/telemetry/
+test_event_log_contract.py runs one suite over both.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import AsyncIterator, Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from sqlalchemy import text
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
+from ggmodules.storage.commits import CommitListener, listen_for_commits
+from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
+from ggmodules.storage.telemetry.repository import TelemetryRepository
+
+# Events handed to a subscriber at once, at most.
+BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Heartbeat:
+    """An idle stream's heartbeat: every matching event up to `cursor` was sent, so a subscriber may resume
+    after it."""
+
+    cursor: int
+
+
+StreamItem = list[StoredEvent] | Heartbeat
+
+
+class EventLog(Protocol):
+    """Where Telemetry stores every origin's events and from where subscribers read them."""
+
+    # "sql" or "jetstream": logged at start, shown by `ggmodules up`.
+    kind: str
+
+    async def start(self) -> None:
+        """Connects (and on JetStream makes or updates the stream); called inside the server's loop."""
+
+    async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        """Stores each of `origin`'s events (in origin_seq order) not stored yet; returns how many were new.
+        Once it returns, the log durably holds them and `highest_origin_seq(origin)` covers them."""
+
+    async def highest_origin_seq(self, origin: str) -> int:
+        """Where a relay of `origin` resumes: the highest origin_seq the log holds (or held) for it."""
+
+    def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
+        """For ReportTurn: a blocking call (run on a worker thread) that stores one of Telemetry's own
+        events and returns its cursor; None when the event goes into tel_events with the turn's
+        transaction."""
+
+    async def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        """At most `limit` matching events after `after`, in cursor order (the console's reads)."""
+
+    async def bounds(self) -> tuple[int, int]:
+        """(the newest cursor, the highest cursor pruned)."""
+
+    def subscribe(self, where: StreamFilter, after_cursor: int, idle: float) -> AsyncIterator[StreamItem]:
+        """The matching events after `after_cursor` (0: the oldest retained), then new ones as they are
+        stored; a Heartbeat after `idle` seconds without an event. Raises OutOfRange (R33) for a position
+        older than what is retained, at the start or later."""
+
+    async def reachable(self) -> bool:
+        """Whether the log answers now (health)."""
+
+    async def close(self) -> None: ...
+
+
+class SqlEventLog:
+    """The `tel_events` table, through TelemetryRepository."""
+
+    kind = "sql"
+
+    def __init__(self, repo: TelemetryRepository) -> None:
+        self.repo = repo
+        self._listener: CommitListener | None = None
+
+    async def start(self) -> None:
+        # Another replica's inserts (same PostgreSQL database) refresh this one's cache and wake its
+        # subscribers at once.
+        self._listener = listen_for_commits(self.repo.engine, "tel_events", self.repo.refresh)
+
+    @property
+    def listener(self) -> CommitListener | None:
+        return self._listener
+
+    async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        return await asyncio.to_thread(self.repo.ingest, origin, list(events))
+
+    async def highest_origin_seq(self, origin: str) -> int:
+        return await asyncio.to_thread(self.repo.highest_origin_seq, origin)
+
+    def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
+        return None
+
+    async def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        return await asyncio.to_thread(self.repo.read, where, after, limit)
+
+    async def bounds(self) -> tuple[int, int]:
+        return await asyncio.to_thread(self.repo.head)
+
+    async def subscribe(
+        self, where: StreamFilter, after_cursor: int, idle: float
+    ) -> AsyncIterator[StreamItem]:
+        """Each subscription reads at its own pace, woken by the repository's commit signal: from the newest
+        events held in memory once it has caught up, from the database while it is further behind."""
+        repo = self.repo
+        _, pruned = await asyncio.to_thread(repo.head)
+        position = start_position(after_cursor, pruned)
+        last_sent = time.monotonic()
+        while True:
+            seen = repo.committed.version
+            got = repo.recent.read(where, position, BATCH)
+            if got is None:  # further behind than memory holds: read the log
+                got = await asyncio.to_thread(repo.read, where, position, BATCH)
+            check_retained(position, got.pruned_through)
+            if got.events:
+                yield got.events
+                last_sent = time.monotonic()
+            if got.full:
+                position = got.events[-1].cursor
+                continue
+            # Every matching event up to the head was in this read: later reads start there, so an idle
+            # filtered stream is not mistaken for one that fell behind retention.
+            position = max(position, got.head)
+            idle_left = idle - (time.monotonic() - last_sent)
+            if idle_left <= 0:
+                yield Heartbeat(got.head)
+                last_sent, idle_left = time.monotonic(), idle
+            await repo.committed.wait(seen, idle_left)
+
+    async def reachable(self) -> bool:
+        def ping() -> bool:
+            try:
+                with self.repo.engine.connect() as conn:
+                    conn.execute(text("SELECT 1"))
+                return True
+            except Exception:
+                return False
+
+        return await asyncio.to_thread(ping)
+
+    async def close(self) -> None:
+        if self._listener is not None:
+            self._listener.stop()
+
+
+def open_event_log(url: str, repo: TelemetryRepository, retention: Retention) -> EventLog:
+    """The event log a URL names: "" (or "sql") for the embedded table, `nats://host:port[?stream=NAME&
+    subject=PREFIX]` for JetStream."""
+    if not url or url == "sql":
+        return SqlEventLog(repo)
+    if url.startswith(("nats://", "tls://")):
+        from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
+
+        return JetStreamEventLog(url, repo, retention)
+    raise ValueError(
+        f"event log {url!r} is not understood: leave it empty for the embedded SQL log, or give a "
+        "nats://host:port URL for NATS JetStream"
+    )

@@ -1,0 +1,320 @@
+"""Telemetry's event log on NATS JetStream (nats-py): selected by `--event-log nats://host:port`.
+
+One stream (default name `GGMODULES_TELEMETRY`, subjects `<prefix>.>`, default prefix `ggmodules.telemetry`)
+holds every event, on subject `<prefix>.<run>.<agent>` (each id one subject token, `token()`), payload the
+serialized Event. The cursor of an event is its stream sequence. The URL's query may name another stream and
+prefix (`nats://127.0.0.1:4222?stream=NAME&prefix=a.b`), so tests and installations can keep logs apart;
+several hosts may be given comma-separated (`nats://a:4222,b:4222`).
+
+- Appends carry `Nats-Msg-Id: <origin>:<origin_seq>`: JetStream drops a duplicate within its duplicate
+  window, so any number of relays (replicas) may publish the same outbox. Outside the window the relay's
+  resume point (the highest origin_seq published, kept in Telemetry's database, `tel_meta`) keeps a
+  re-publish from reaching back that far. Events of one origin are published one after the other, each
+  acknowledged before the next, so a failure never leaves a later event stored before an earlier one.
+- Retention is the stream's: max messages (`Retention.events`), max age (`seconds`), max bytes (`bytes`),
+  the oldest discarded first. `pruned_through` is the stream's first sequence minus one.
+- Subscribe is an ordered push consumer filtered to the stream's subjects, starting at the cursor. While
+  behind (the last message said more were pending), a gap in sequences is checked against the stream's
+  first sequence, so a position overtaken by retention is refused OUT_OF_RANGE, not skipped. The heartbeat
+  cursor is how far the consumer has looked through the stream (its delivered stream sequence), once it
+  has nothing pending and nothing undelivered here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import re
+import time
+from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+import nats
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, StreamConfig
+from nats.js.errors import NotFoundError
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import Reason, Unavailable
+from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
+from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
+from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
+from ggmodules.storage.telemetry.repository import TelemetryRepository
+
+DEFAULT_STREAM = "GGMODULES_TELEMETRY"
+DEFAULT_PREFIX = "ggmodules.telemetry"
+PUBLISH_TIMEOUT = 10.0
+CLOSE_SECONDS = 5.0
+# What a subscription may hold in memory ahead of its gRPC stream before JetStream's flow control stalls it.
+PENDING_MSGS = 20_000
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def token(value: str) -> str:
+    """One subject token for an id: the id itself when it is plain, else `~` and its base64url (so a dot,
+    space or wildcard in an id never changes the subject's shape; `~` alone is the empty id)."""
+    if _PLAIN.fullmatch(value):
+        return value
+    return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+@contextmanager
+def _reachable(servers: Sequence[str], doing: str) -> Iterator[None]:
+    """NATS errors (server away, request timed out) become UNAVAILABLE for the caller: nothing was changed
+    and a retry, or a resumed subscription, is safe."""
+    try:
+        yield
+    except (nats.errors.Error, TimeoutError) as err:
+        raise Unavailable(
+            f"Telemetry's event log (NATS JetStream at {', '.join(servers)}) did not answer while {doing} "
+            f"({type(err).__name__}); retry, or resume the subscription from its last cursor",
+            reason=Reason.UNAVAILABLE,
+            metadata={"event_log": "jetstream"},
+        ) from None
+
+
+class JetStreamEventLog:
+    kind = "jetstream"
+
+    def __init__(self, url: str, repo: TelemetryRepository, retention: Retention) -> None:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        self.servers = [f"{parts.scheme}://{host}" for host in parts.netloc.split(",") if host]
+        self.stream = query.get("stream", [DEFAULT_STREAM])[0]
+        self.prefix = query.get("prefix", [DEFAULT_PREFIX])[0]
+        self.repo = repo
+        self.retention = retention
+        self._nc: Any = None
+        self._js: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        # origin -> the highest origin_seq published (by this process, or read from tel_meta).
+        self._highest: dict[str, int] = {}
+        # Positions published but not yet written to tel_meta, written by `_keep_positions` off the path
+        # of the events (a write per batch would add a database commit to every event's way to subscribers).
+        self._unsaved: dict[str, int] = {}
+        self._saving = asyncio.Event()
+        self._saver: asyncio.Task[None] | None = None
+
+    # ---- lifecycle --------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._nc = await nats.connect(
+            servers=self.servers, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
+        )
+        self._js = self._nc.jetstream()
+        self._saver = asyncio.get_running_loop().create_task(self._keep_positions(), name="positions")
+        config = StreamConfig(
+            name=self.stream,
+            subjects=[f"{self.prefix}.>"],
+            max_msgs=self.retention.events,
+            max_age=float(self.retention.max_age_seconds) if self.retention.max_age_seconds else None,
+            max_bytes=self.retention.max_bytes or None,
+            discard=DiscardPolicy.OLD,
+        )
+        try:
+            await self._js.stream_info(self.stream)
+        except NotFoundError:
+            await self._js.add_stream(config)
+        else:
+            await self._js.update_stream(config)
+
+    async def close(self) -> None:
+        """Saves the positions not saved yet and disconnects, each within CLOSE_SECONDS (a position not
+        saved only makes the next start publish a few events again, which JetStream drops as duplicates)."""
+        if self._saver is not None:
+            self._saver.cancel()
+            await asyncio.gather(self._saver, return_exceptions=True)
+        with suppress(Exception):
+            await asyncio.wait_for(self._save_positions(), CLOSE_SECONDS)
+        if self._nc is not None:
+            with suppress(Exception):
+                await asyncio.wait_for(self._nc.close(), CLOSE_SECONDS)
+
+    async def _keep_positions(self) -> None:
+        while True:
+            await self._saving.wait()
+            self._saving.clear()
+            try:
+                await self._save_positions()
+            except Exception:  # the database is away: keep them for the next round
+                await asyncio.sleep(0.5)
+                self._saving.set()
+
+    async def _save_positions(self) -> None:
+        unsaved, self._unsaved = self._unsaved, {}
+        try:
+            for origin, seq in unsaved.items():
+                await asyncio.to_thread(self.repo.raise_position, origin, seq)
+        except BaseException:
+            for origin, seq in unsaved.items():
+                self._unsaved[origin] = max(seq, self._unsaved.get(origin, 0))
+            raise
+
+    async def reachable(self) -> bool:
+        try:
+            await asyncio.wait_for(self._js.stream_info(self.stream), 2)
+            return True
+        except Exception:
+            return False
+
+    # ---- writes -----------------------------------------------------------------------------------------
+
+    def subject(self, run_id: str, agent_id: str) -> str:
+        return f"{self.prefix}.{token(run_id)}.{token(agent_id)}"
+
+    async def _publish(self, event: event_pb2.Event) -> tuple[int, bool]:
+        ack = await self._js.publish(
+            self.subject(event.run_id, event.agent_id),
+            event.SerializeToString(),
+            timeout=PUBLISH_TIMEOUT,
+            stream=self.stream,
+            headers={"Nats-Msg-Id": f"{event.origin}:{event.origin_seq}"},
+        )
+        return int(ack.seq), bool(ack.duplicate)
+
+    async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        if origin not in self._highest:
+            await self.highest_origin_seq(origin)
+        fresh = [ev for ev in events if ev.origin_seq > self._highest[origin]]
+        new = 0
+        for ev in fresh:
+            _, duplicate = await self._publish(ev)
+            new += not duplicate
+            self._highest[origin] = ev.origin_seq
+        if fresh:
+            self._unsaved[origin] = self._highest[origin]
+            self._saving.set()
+        return new
+
+    async def highest_origin_seq(self, origin: str) -> int:
+        """The highest of what tel_meta says (any replica's relay) and what this process published."""
+        stored = await asyncio.to_thread(self.repo.highest_origin_seq, origin)
+        self._highest[origin] = max(stored, self._highest.get(origin, 0))
+        return self._highest[origin]
+
+    def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
+        loop = self._loop
+        assert loop is not None, "start() first"
+
+        def publish(event: event_pb2.Event) -> int:
+            with _reachable(self.servers, "storing the turn"):
+                future = asyncio.run_coroutine_threadsafe(self._publish(event), loop)
+                seq, _ = future.result(PUBLISH_TIMEOUT + 1)
+            return seq
+
+        return publish
+
+    # ---- reads ------------------------------------------------------------------------------------------
+
+    def filter_subject(self, where: StreamFilter) -> str:
+        if where.agent_id:
+            return self.subject(where.run_id, where.agent_id)
+        if where.run_id:
+            return f"{self.prefix}.{token(where.run_id)}.*"
+        return f"{self.prefix}.>"
+
+    async def bounds(self) -> tuple[int, int]:
+        with _reachable(self.servers, "reading the stream's bounds"):
+            state = (await self._js.stream_info(self.stream)).state
+        return int(state.last_seq), max(int(state.first_seq) - 1, 0)
+
+    async def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        with _reachable(self.servers, "reading events"):
+            return await self._read(where, after, limit)
+
+    async def _read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
+        head, pruned = await self.bounds()
+        if after >= head:
+            return StreamRead([], head, False, pruned)
+        psub = await self._js.pull_subscribe(
+            self.filter_subject(where),
+            durable=None,
+            stream=self.stream,
+            config=ConsumerConfig(
+                deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=after + 1,
+                ack_policy=AckPolicy.NONE,
+                inactive_threshold=30.0,
+            ),
+        )
+        try:
+            pending = int((await psub.consumer_info()).num_pending)
+            events: list[StoredEvent] = []
+            more = False
+            while pending and len(events) < limit:
+                msgs = await psub.fetch(min(limit - len(events), pending), timeout=5)
+                for msg in msgs:
+                    seq = int(msg.metadata.sequence.stream)
+                    if seq > head:
+                        break
+                    events.append(StoredEvent(seq, event_pb2.Event.FromString(msg.data), len(msg.data)))
+                    pending = int(msg.metadata.num_pending)
+                if not msgs or int(msgs[-1].metadata.sequence.stream) > head:
+                    break
+            more = bool(pending) and len(events) == limit
+            return StreamRead(events, head, more, pruned)
+        finally:
+            await psub.unsubscribe()
+
+    async def subscribe(
+        self, where: StreamFilter, after_cursor: int, idle: float
+    ) -> AsyncIterator[StreamItem]:
+        _, pruned = await self.bounds()
+        position = start_position(after_cursor, pruned)
+        with _reachable(self.servers, "following the stream"):
+            async for item in self._follow(where, position, idle):
+                yield item
+
+    async def _follow(self, where: StreamFilter, position: int, idle: float) -> AsyncIterator[StreamItem]:
+        sub = await self._js.subscribe(
+            self.filter_subject(where),
+            stream=self.stream,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=position + 1),
+            pending_msgs_limit=PENDING_MSGS,
+        )
+        behind = True  # until a message says nothing matching is pending
+        last_sent = time.monotonic()
+        try:
+            while True:
+                idle_left = idle - (time.monotonic() - last_sent)
+                try:
+                    msg = await sub.next_msg(timeout=max(idle_left, 0.001))
+                except nats.errors.TimeoutError:
+                    position = await self._looked_through(sub, position)
+                    yield Heartbeat(position)
+                    last_sent = time.monotonic()
+                    continue
+                batch: list[StoredEvent] = []
+                while True:
+                    seq = int(msg.metadata.sequence.stream)
+                    if behind and seq > position + 1:
+                        _, pruned = await self.bounds()
+                        if position < pruned and batch:
+                            yield batch  # what came before the gap, then the refusal
+                        check_retained(position, pruned)
+                    behind = int(msg.metadata.num_pending) > 0
+                    position = seq
+                    batch.append(StoredEvent(seq, event_pb2.Event.FromString(msg.data), len(msg.data)))
+                    if len(batch) >= BATCH or sub.pending_msgs == 0:
+                        break
+                    msg = await sub.next_msg(timeout=None)
+                yield batch
+                last_sent = time.monotonic()
+        finally:
+            with suppress(nats.errors.Error):  # the connection is gone, and the consumer with it
+                await sub.unsubscribe()
+
+    async def _looked_through(self, sub: Any, position: int) -> int:
+        """How far an idle subscription has seen the whole stream: the consumer's delivered stream sequence
+        when nothing matching is pending and nothing delivered waits here (the answer to the info request
+        comes after every message the server sent before it, on the same connection). A consumer the server
+        no longer has (it restarted, or lost this connection) ends the stream UNAVAILABLE: the subscriber
+        resumes from its last cursor."""
+        info = await sub.consumer_info()
+        if int(info.num_pending) == 0 and sub.pending_msgs == 0:
+            return max(position, int(info.delivered.stream_seq))
+        return position

@@ -1,0 +1,48 @@
+"""The stream, cursor and turn tests of the SQL log, run again with Telemetry's event log on NATS JetStream
+(a stream of this module's own): the same behaviour a user sees, whichever log is configured."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from tests.event_logs import drop_stream, fresh_jetstream_url, needs_nats
+from tests.harness import InProcessTelemetry
+from tests.telemetry import test_cursors, test_streams, test_turns
+from tests.telemetry.rig import Rig
+
+SAME: list[Callable[[Rig], None]] = [
+    test_streams.test_r28_a_write_appears_once_on_its_writers_stream,
+    test_streams.test_r29_each_co_holder_gets_its_own_snapshot_on_its_own_stream,
+    test_streams.test_r13_a_sharer_gets_no_backlog,
+    test_streams.test_r12_a_fork_copies_no_pending_event,
+    test_streams.test_r32_each_instances_roster_appears_once_and_first,
+    test_cursors.test_r33_resume_after_a_cursor_gives_every_later_event_once_in_order,
+    test_cursors.test_r33_a_run_stream_and_an_agent_stream_carry_the_same_cursors,
+    test_cursors.test_r33_an_idle_stream_carries_heartbeats_with_the_head,
+    test_cursors.test_r33_a_cursor_past_2_31_is_an_idle_stream_on_every_backend,
+    test_cursors.test_r33_an_agent_filter_without_its_run_is_refused,
+    test_cursors.test_report_turn_is_stored_once_on_the_agents_stream,
+    test_turns.test_r47_turns_only_go_forward_and_a_repeated_turn_is_already_reported,
+    test_turns.test_r47_one_turn_reported_at_once_by_many_is_recorded_once,
+]
+
+
+@pytest.fixture(scope="module")
+def jetstream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+    url = fresh_jetstream_url()
+    rig = Rig("sqlite", Path(tmp_path_factory.mktemp("tel-jetstream")), telemetry=False)
+    rig.telemetry_config = replace(rig.telemetry_config, event_log=url)
+    rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config)
+    yield rig
+    rig.close()
+    drop_stream(url)
+
+
+@needs_nats
+@pytest.mark.parametrize("case", SAME, ids=lambda case: case.__name__.removeprefix("test_"))
+def test_on_jetstream(case: Callable[[Rig], None], jetstream_rig: Rig) -> None:
+    case(jetstream_rig)

@@ -1,0 +1,222 @@
+"""Bounded outboxes (issue 14): an origin prunes only what every follower has durably taken in, says so to a
+reader positioned below what it pruned, and forgets request ids past the retention window.
+
+Pruning passes are run by the test (the services' own Housekeeper, `prune_once`) instead of waiting for the
+background interval; the margin is 0 so each pass prunes everything acknowledged.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import pytest
+from sqlalchemy import func, select
+
+from ggmodules.common.v1 import outbox_service_pb2 as ob
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
+from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
+from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, status_of
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, is_write_of
+from tests.telemetry.test_durability import key, read_run
+from tests.telemetry.test_turns import report
+
+DEADLINE = 30.0
+
+
+@pytest.fixture()
+def bare(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+    """ModuleStore and Registry pruning with no margin; the test starts Telemetry as a process."""
+    monkeypatch.setenv("GGMODULES_OUTBOX_PRUNE_MARGIN", "0")
+    monkeypatch.setenv("GGMODULES_REQUEST_LOG_RETENTION_SECONDS", "1")
+    r = Rig(backend, tmp_path, telemetry=False)
+    yield r
+    r.close()
+
+
+def prune(rig: Rig, service: InProcessService | InProcessTelemetry) -> tuple[int, int]:
+    result: tuple[int, int] = rig.loop.run(service.running.service.extra["housekeeper"].prune_once())
+    return result
+
+
+def followers(rig: Rig) -> dict[str, int]:
+    """ModuleStore's record of its followers, read on its own loop (SQLite: its one pinned connection)."""
+    repo = rig.modulestore.running.service.extra["repository"]
+
+    async def read() -> dict[str, int]:
+        positions: dict[str, int] = repo.read(repo.positions.followers)
+        return positions
+
+    return rig.loop.run(read())
+
+
+def logged(rig: Rig, request_id: str) -> bool:
+    """Whether ModuleStore's request log still holds `request_id` (read on its own loop)."""
+    repo = rig.modulestore.running.service.extra["repository"]
+    table = repo.request_table
+    query = select(func.count()).select_from(table).where(table.c.request_id == request_id)
+
+    async def read() -> bool:
+        return bool(repo.read(lambda conn: conn.execute(query).scalar_one()))
+
+    return rig.loop.run(read())
+
+
+def until(check: Any, what: str) -> None:
+    """Polls `check()` (a condition on the services' state) until it holds, within DEADLINE."""
+    end = time.monotonic() + DEADLINE
+    while not check():
+        assert time.monotonic() < end, f"{what} within {DEADLINE}s"
+        time.sleep(0.02)
+
+
+def outbox_stub(rig: Rig, address: str) -> ob_grpc.OutboxServiceStub:
+    return ob_grpc.OutboxServiceStub(rig.channel(address))
+
+
+def test_acknowledgements_decide_what_is_pruned(bare: Rig) -> None:
+    stub = outbox_stub(bare, bare.modulestore.address)
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    for n in range(5):
+        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
+    events = bare.outbox(run)
+
+    # No follower has acknowledged anything: nothing is pruned.
+    assert prune(bare, bare.modulestore)[0] == 0
+    assert prune(bare, bare.registry)[0] == 0
+    assert [key(e) for e in bare.outbox(run)] == [key(e) for e in events]
+
+    # A position the outbox could not have sent, or no name, is refused and recorded nowhere.
+    head = events[-1].origin_seq
+    with pytest.raises(grpc.RpcError) as beyond:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="mirror", durable_origin_seq=head + 1000))
+    assert status_of(beyond.value) == (grpc.StatusCode.FAILED_PRECONDITION, "ACK_BEYOND_HEAD")
+    with pytest.raises(grpc.RpcError) as nameless:
+        stub.AckOutbox(ob.AckOutboxRequest(follower="", durable_origin_seq=1))
+    assert status_of(nameless.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert followers(bare) == {}
+
+    # A position only rises; the slowest follower holds pruning back.
+    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=head))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="fast", durable_origin_seq=1))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="slow", durable_origin_seq=events[2].origin_seq))
+    assert followers(bare) == {"fast": head, "slow": events[2].origin_seq}
+    assert prune(bare, bare.modulestore)[0] > 0
+    after_slow = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=events[2].origin_seq)).events
+    assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
+
+
+def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
+    bare.start_telemetry_process()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    for n in range(20):
+        bare.say(run, coder.agent_id, history, f"before {n}")
+    bare.say(run, coder.agent_id, history, "taken in")
+    sub = bare.subscribe(run)
+    seen = sub.until(is_write_of("taken in"))
+    sub.close()
+    taken_in = max(ev.origin_seq for _, ev in seen if ev.origin == "modulestore")
+    until(lambda: followers(bare).get("telemetry", 0) >= taken_in, "Telemetry acknowledges what it stored")
+
+    first = bare.telemetry
+    assert isinstance(first, ServiceProcess)
+    first.kill()  # kill -9
+    for n in range(20):  # written while Telemetry is gone: not taken in, so never pruned
+        bare.say(run, coder.agent_id, history, f"while down {n}")
+    bare.say(run, coder.agent_id, history, "end")
+    everything = bare.outbox(run)
+
+    pruned, _ = prune(bare, bare.modulestore)
+    prune(bare, bare.registry)
+    assert pruned >= taken_in - 1  # the acknowledged events are gone from ModuleStore's outbox...
+    acked = followers(bare)["telemetry"]
+    left = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=1000)).events
+    assert [key(e) for e in left] == [key(e) for e in everything if e.origin_seq > acked]  # ...the rest stays
+
+    bare.start_telemetry_process()  # same database: resumes where it stood, past nothing it lacks
+    got = read_run(bare, run, "end")
+    cursors = [c for c, _ in got]
+    assert cursors == sorted(set(cursors))
+    assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in everything]
+    assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
+
+    # Everything is taken in again: pruned to the newest event (margin 0). A reader below is told so.
+    head = everything[-1].origin_seq
+    until(lambda: followers(bare)["telemetry"] >= head, "Telemetry acknowledges what it stored")
+    prune(bare, bare.modulestore)
+    with pytest.raises(grpc.RpcError) as read:
+        bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=0, page_size=10))
+    assert status_of(read.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
+    assert "after_origin_seq" in str(read.value.details())
+    watch = outbox_stub(bare, bare.modulestore.address).WatchOutbox(ob.WatchOutboxRequest(after_origin_seq=0))
+    with pytest.raises(grpc.RpcError) as watched:
+        next(iter(watch))
+    assert status_of(watched.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
+    acked = followers(bare)["telemetry"]
+    page = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10))
+    assert page.head_origin_seq >= head  # the head never goes back
+
+    # Events written after the prune take new numbers, past everything ever handed out, and reach Telemetry.
+    bare.say(run, coder.agent_id, history, "after the prune")
+    newer = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=acked, page_size=10)).events
+    assert newer and all(e.origin_seq > head for e in newer)
+    after = bare.subscribe(run, after=got[-1][0]).until(is_write_of("after the prune"))
+    assert key(after[-1][1]) == key(newer[-1])
+
+
+def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: Rig) -> None:
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    message = ms_pb.MessageInput(role="user", content="once")
+    request = ms.WriteRequest(
+        request_id="late-retry",
+        run_id=run,
+        agent_id=coder.agent_id,
+        store_id=history,
+        append_messages=ms.AppendMessages(messages=[message]),
+    )
+    first = bare.ms.Write(request)
+    assert bare.ms.Write(request) == first  # within the window: the first answer, applied once
+
+    def forgotten() -> bool:
+        prune(bare, bare.modulestore)
+        return not logged(bare, "late-retry")
+
+    until(forgotten, "the request id falls out of the 1 s window")
+
+    again = bare.ms.Write(request)
+    assert again.last_seq == first.last_seq + 1  # applied as a new request
+    store = bare.ms.GetStore(ms.GetStoreRequest(run_id=run, agent_id=coder.agent_id, store_id=history))
+    assert [m.content for m in store.contents.history.messages] == ["once", "once"]
+
+
+
+def test_telemetry_keeps_only_the_newest_row_of_its_own_outbox_and_numbers_on_after_it(bare: Rig) -> None:
+    """Telemetry's own outbox only numbers its turn events (logged in the same transaction): pruned to its
+    newest row, and a turn reported after that is logged under a new number, not dropped as a repeat."""
+    telemetry = bare.start_telemetry()
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    cursors = [report(bare, run, coder.agent_id, turn) for turn in (1, 2, 3)]
+    outbox = telemetry.repository._outbox._rows
+
+    def own_outbox() -> int:
+        with telemetry.repository.engine.connect() as conn:
+            return int(conn.execute(select(func.count()).select_from(outbox)).scalar_one())
+
+    assert own_outbox() == 3
+    prune(bare, telemetry)
+    assert own_outbox() == 1
+    cursors.append(report(bare, run, coder.agent_id, 4))
+    got = bare.subscribe(run, agent_id=coder.agent_id).until(lambda ev: ev.turn.turn == 4)
+    turns = [(c, ev.turn.turn) for c, ev in got if ev.WhichOneof("body") == "turn"]
+    assert turns == list(zip(cursors, (1, 2, 3, 4), strict=True))

@@ -1,0 +1,94 @@
+"""Telemetry's log bounded by bytes and by age as well as by count (issue 14): the oldest events go first,
+the newest stay, and a subscriber positioned before what was pruned is refused OUT_OF_RANGE (R33)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from sqlalchemy import func, select
+
+from ggmodules.core.telemetry.streams import Retention
+from ggmodules.storage.telemetry.repository import PRUNED_THROUGH, _meta_value
+from ggmodules.storage.telemetry.tables import TelEventRow
+from tests.harness import InProcessTelemetry, status_of
+from tests.registry.builders import create_run, full_profile, open_instance, store_ids
+from tests.telemetry.rig import Rig, is_write_of
+
+MAX_BYTES = 20_000
+EVENTS = TelEventRow.__table__  # type: ignore[attr-defined]
+
+
+def rig_with(backend: str, directory: Path, retention: Retention) -> Rig:
+    rig = Rig(backend, directory, telemetry=False)
+    rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config, retention)
+    return rig
+
+
+@pytest.fixture()
+def by_bytes(backend: str, tmp_path: Path) -> Iterator[Rig]:
+    r = rig_with(backend, tmp_path, Retention(1_000_000, max_bytes=MAX_BYTES))
+    yield r
+    r.close()
+
+
+@pytest.fixture()
+def by_age(backend: str, tmp_path: Path) -> Iterator[Rig]:
+    r = rig_with(backend, tmp_path, Retention(1_000_000, max_age_seconds=1))
+    yield r
+    r.close()
+
+
+def stored(rig: Rig) -> tuple[int, int, int]:
+    """(events held, their payload bytes, pruned_through) as Telemetry's database has them."""
+    assert isinstance(rig.telemetry, InProcessTelemetry)
+    with rig.telemetry.repository.engine.connect() as conn:
+        count, size = conn.execute(select(func.count(), func.sum(func.length(EVENTS.c.payload)))).one()
+        return int(count), int(size or 0), _meta_value(conn, PRUNED_THROUGH)
+
+
+def test_the_log_keeps_within_its_byte_bound_newest_first(by_bytes: Rig) -> None:
+    run = create_run(by_bytes.reg, full_profile("coder")).run_id
+    coder = open_instance(by_bytes.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    for n in range(100):  # about 100 KB of events against a 20 KB bound
+        by_bytes.say(run, coder.agent_id, history, f"{n:03d} " + "x" * 1000)
+    by_bytes.say(run, coder.agent_id, history, "end")
+    by_bytes.subscribe(run, agent_id=coder.agent_id, after=0).until(is_write_of("end"))
+
+    count, size, pruned = stored(by_bytes)
+    assert pruned > 0
+    assert size <= MAX_BYTES + MAX_BYTES // 100 + 2000  # the bound, its slack, one event past it
+    assert count < 100
+    refused = by_bytes.subscribe(run, after=1).error()
+    assert status_of(refused) == (grpc.StatusCode.OUT_OF_RANGE, "CURSOR_EXPIRED")
+
+
+def test_events_older_than_the_age_bound_are_pruned_as_new_ones_arrive(by_age: Rig) -> None:
+    run = create_run(by_age.reg, full_profile("coder")).run_id
+    coder = open_instance(by_age.reg, run, "coder")
+    history = store_ids(coder)["history"]
+    by_age.say(run, coder.agent_id, history, "old")
+    sub = by_age.subscribe(run, agent_id=coder.agent_id)
+    sub.until(is_write_of("old"))
+    sub.close()
+    before, _, _ = stored(by_age)
+
+    # Writes keep arriving; once "old" is more than a second old, one of them prunes it.
+    end, n = time.monotonic() + 30, 0
+    while stored(by_age)[2] == 0:
+        assert time.monotonic() < end, "nothing pruned by age within 30 s"
+        n += 1
+        by_age.say(run, coder.agent_id, history, f"tick {n}")
+        s = by_age.subscribe(run, agent_id=coder.agent_id, after=0)
+        s.until(is_write_of(f"tick {n}"))
+        s.close()
+        time.sleep(0.2)
+
+    got = by_age.subscribe(run, agent_id=coder.agent_id).until(is_write_of(f"tick {n}"))
+    texts = [m.content for _, ev in got for m in ev.write.delta.history.messages]
+    assert "old" not in texts and f"tick {n}" in texts
+    assert stored(by_age)[0] < before + n
