@@ -15,13 +15,12 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.sdk import Client
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.console.runs import Run, Stubs
 from tests.harness import ROOT, ServiceProcess, open_channel, processes
+from tests.harness import stubs as harness_stubs
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -87,8 +86,8 @@ def web_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
                        "--registry-address", reg.address)),
     ) as (tr, tel):
         stubs = Stubs(
-            registry_service_pb2_grpc.RegistryServiceStub(open_channel(reg.address)),
-            modulestore_service_pb2_grpc.ModuleStoreServiceStub(open_channel(ms.address)),
+            harness_stubs(open_channel(reg.address), "registry"),  # public and internal RPCs
+            harness_stubs(open_channel(ms.address), "modulestore"),
             transfer_service_pb2_grpc.TransferServiceStub(open_channel(tr.address)),
             telemetry_service_pb2_grpc.TelemetryServiceStub(open_channel(tel.address)),
         )
