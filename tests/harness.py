@@ -29,7 +29,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
@@ -181,9 +181,12 @@ class _Details(grpc.ClientCallDetails):  # type: ignore[misc]
         self.credentials, self.wait_for_ready, self.compression = credentials, wait_for_ready, compression
 
 
-def open_channel(address: str, credential: str = AUTO) -> grpc.Channel:
-    """A channel to a service of the suite carrying `credential` (AUTO, NONE, or a credential string)."""
-    channel = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
+def open_channel(
+    address: str, credential: str = AUTO, options: Sequence[tuple[str, Any]] = ()
+) -> grpc.Channel:
+    """A channel to a service of the suite carrying `credential` (AUTO, NONE, or a credential string);
+    `options` beside the message limits (e.g. the round_robin service config for several replicas)."""
+    channel = grpc.insecure_channel(address, options=[*MESSAGE_LIMITS, *options])
     return grpc.intercept_channel(channel, _Credential(credential))
 
 

@@ -125,18 +125,20 @@ class Client:
         self.tally = tally
         self.agents: list[Agent] = []
         self._random = random.Random(n)
+        # How each call is made and retried (tests.replicas sends UNAVAILABLE again too).
+        self.ask: Callable[[Tally, Callable[..., Any], Any], Any | None] = ask
 
     def request_id(self) -> str:
         return f"c{self.n}-{uuid.uuid4().hex}"
 
     def open(self, spawns: int) -> None:
-        opened = ask(self.tally, self.registry.OpenInstance, reg.OpenInstanceRequest(
+        opened = self.ask(self.tally, self.registry.OpenInstance, reg.OpenInstanceRequest(
             request_id=self.request_id(), run_id=self.run_id, profile="worker"))
         if opened is None:
             return
         self._keep(opened.instance.agent_id, opened.instance.fsm_state, opened.instance.roster)
         for _ in range(spawns):
-            spawned = ask(self.tally, self.registry.SpawnSubagent, reg.SpawnSubagentRequest(
+            spawned = self.ask(self.tally, self.registry.SpawnSubagent, reg.SpawnSubagentRequest(
                 request_id=self.request_id(), run_id=self.run_id, parent_agent_id=opened.instance.agent_id,
                 profile="worker"))
             if spawned is not None:
@@ -161,21 +163,21 @@ class Client:
         if store_id is None:
             return
         marker = f"m{uuid.uuid4().hex[:16]}"
-        written = ask(self.tally, self.modulestore.Write, svc.WriteRequest(
+        written = self.ask(self.tally, self.modulestore.Write, svc.WriteRequest(
             request_id=self.request_id(), run_id=self.run_id, agent_id=agent.agent_id, store_id=store_id,
             **_op(word, marker)))
         if written is not None:
             self.tally.wrote(Ack(agent.agent_id, store_id, word, marker))
 
     def fork(self, agent: Agent) -> None:
-        forked = ask(self.tally, self.registry.ForkInstance, reg.ForkInstanceRequest(
+        forked = self.ask(self.tally, self.registry.ForkInstance, reg.ForkInstanceRequest(
             request_id=self.request_id(), run_id=self.run_id, agent_id=agent.agent_id))
         if forked is not None:
             self._keep(forked.instance.agent_id, forked.instance.fsm_state, forked.instance.roster)
 
     def exec(self, slot: int) -> None:
         agent = self.agents[slot]
-        answer = ask(self.tally, self.transfer.Exec, tr.ExecRequest(
+        answer = self.ask(self.tally, self.transfer.Exec, tr.ExecRequest(
             request_id=self.request_id(), run_id=self.run_id, agent_id=agent.agent_id,
             profile="reviewer" if agent.fsm_state == "review" else "worker"))
         if answer is not None:
@@ -188,7 +190,7 @@ class Client:
             self.exec(slot)
             return
         to_state = "review" if agent.fsm_state == "work" else "work"
-        answer = ask(self.tally, self.transfer.Transition, tr.TransitionRequest(
+        answer = self.ask(self.tally, self.transfer.Transition, tr.TransitionRequest(
             request_id=self.request_id(), run_id=self.run_id, agent_id=agent.agent_id, to_state=to_state))
         if answer is not None:
             self._succeed(slot, answer.transfer, to_state)

@@ -35,6 +35,8 @@ from tests.transfer.flows import (
 
 STEPS = {0: "asked", 1: "planned", 2: "reserved", 3: "handed over", 4: "completed"}
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
+# The killed process's lease on its transfer has to expire before the restarted one takes it over.
+LEASE = {"GGMODULES_TRANSFER_LEASE_SECONDS": "1"}
 
 
 @pytest.fixture()
@@ -55,7 +57,7 @@ def start_transfer(suite: Suite, database: str, crash_after: int | None = None) 
         suite.registry.address,
         "--modulestore-address",
         suite.modulestore.address,
-        env={CRASH: str(crash_after)} if crash_after is not None else {},
+        env={**LEASE, CRASH: str(crash_after)} if crash_after is not None else LEASE,
     )
 
 

@@ -19,7 +19,7 @@ import grpc
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
-from ggmodules.runtime.channels import SERVICE_CONFIG
+from ggmodules.runtime.channels import SERVICE_CONFIG, channel_target
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
 from ggmodules.sdk.credentials import Wallet, bearer
 from ggmodules.sdk.plans import Plan
@@ -58,7 +58,9 @@ def sdk_service_config(retry: RetryPolicy | None) -> dict[str, Any]:
 
 class Stubs:
     """Every service's stub, over channels opened on first use by `open_channel(address, options)` (sync or
-    asyncio), one per address and retry policy; shared by every transport derived from one client."""
+    asyncio), one per address and retry policy (an address naming several replicas, comma-separated or
+    `dns:///name:port`, is one channel over all of them, round_robin); shared by every transport derived
+    from one client."""
 
     def __init__(self, config: ClientConfig, open_channel: Callable[[str, Options], Any]) -> None:
         self._addresses = {service: getattr(config, service) for service in STUBS}
@@ -76,7 +78,7 @@ class Stubs:
             if channel is None:
                 service_config = json.dumps(sdk_service_config(retry))
                 options = [*self._base_options, ("grpc.service_config", service_config)]
-                channel = self.channels[(address, retry)] = self._open(address, options)
+                channel = self.channels[(address, retry)] = self._open(channel_target(address), options)
             stub = self._stubs[key] = STUBS[service](channel)
         return stub
 

@@ -83,6 +83,9 @@ MAX_RETRY_SPAN_SECONDS = 600.0
 
 @dataclass(frozen=True)
 class ClientConfig:
+    """Each address is one `host:port`, several comma-separated (replicas of the service), or a gRPC target
+    such as `dns:///name:port`; calls are spread over the replicas that answer (round_robin)."""
+
     registry: str = DEFAULT_REGISTRY
     modulestore: str = DEFAULT_MODULESTORE
     transfer: str = DEFAULT_TRANSFER
@@ -93,7 +96,8 @@ class ClientConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_service_config)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
-    # The services' own message-size limits, so a big window reads back whole.
+    # The services' own message-size limits, so a big window reads back whole (round_robin over replicas
+    # comes with the service config, sdk/channels.py).
     channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
     # Sent on every call not made as an agent (agents' credentials come with the answers that open them).
     operator_credential: str = ""

@@ -6,6 +6,7 @@ ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A
 ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
 ggmodules up [--insecure-dev]                                every service, each its own process (auth and
                                                              TLS on, keys made under ./var/ on first start)
+ggmodules migrate [SERVICE ...] [--database-url URL]        migrate the tables without starting a service
 ggmodules console RUN_ID [--once] [--telemetry-address A] [--token T]   a run's three views in the terminal
 ggmodules web [--port N] [--telemetry-address A] [--token T]   the web console (http), every run's views
 """
@@ -70,6 +71,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ggmodules.cli.web import main as web_console
 
         sys.exit(web_console(rest))
+    elif command == "migrate":
+        from ggmodules.cli.migrate import main as migrate
+
+        sys.exit(migrate(rest))
     elif command == "up":
         from ggmodules.cli.up import up
 

@@ -9,7 +9,9 @@ domain accepts (a single text is at most 256 KiB), so the domain's own limits an
 
 from __future__ import annotations
 
+import ipaddress
 import json
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -58,13 +60,60 @@ SERVICE_CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 
 
 def service_channel(address: str, tls: grpc.ChannelCredentials | None = None) -> grpc.aio.Channel:
-    """An asyncio channel from one service to another (open it inside the loop that will use it); over TLS
-    when the service's security gives channel credentials; it carries the caller's trace context when
-    tracing is on (runtime/observability.py)."""
+    """An asyncio channel from one service to another (open it inside the loop that will use it), to every
+    replica its address names (`channel_target`); over TLS when the service's security gives channel
+    credentials; it carries the caller's trace context when tracing is on (runtime/observability.py)."""
     # Imported here: the SDK imports this module for MESSAGE_LIMITS and needs none of OpenTelemetry.
     from ggmodules.runtime.observability import client_interceptors
 
-    options, interceptors = list(SERVICE_CHANNEL_OPTIONS), client_interceptors() or None
+    target, options = channel_target(address), list(SERVICE_CHANNEL_OPTIONS)
+    interceptors = client_interceptors() or None
     if tls is not None:
-        return grpc.aio.secure_channel(address, tls, options=options, interceptors=interceptors)
-    return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+        return grpc.aio.secure_channel(target, tls, options=options, interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
+
+
+# Several replicas behind one address. An address is `host:port`, several of them comma-separated
+# (`10.0.0.1:50052,10.0.0.2:50052`), or any gRPC target such as `dns:///modulestore:50052` (every record
+# of the name). Calls are spread over every replica that answers (round_robin, chosen through the gRPC
+# service config) and go only to those that do, so a replica that dies is left out of the next call.
+# The policy is part of the suite's service config (service_config.json, with the retries), so a channel
+# carries one `grpc.service_config` option: BALANCING_OPTIONS is that option.
+ROUND_ROBIN_SERVICE_CONFIG: dict[str, Any] = {"loadBalancingConfig": SERVICE_CONFIG["loadBalancingConfig"]}
+BALANCING_OPTIONS: tuple[tuple[str, str], ...] = (service_config_option(),)
+
+
+def channel_target(address: str) -> str:
+    """The gRPC target of an address: unchanged when it is one `host:port` or a target with a scheme
+    (`dns:///…`, `ipv4:…`, `unix:…`); several comma-separated `host:port`s become one `ipv4:`/`ipv6:`
+    target (names resolved once, here: use `dns:///name:port` for names whose records change)."""
+    parts = [p.strip() for p in address.split(",") if p.strip()]
+    if len(parts) <= 1:
+        return parts[0] if parts else address
+    resolved = [_resolve(part) for part in parts]
+    families = {family for family, _ in resolved}
+    if families == {socket.AF_INET}:
+        return "ipv4:" + ",".join(hostport for _, hostport in resolved)
+    if families == {socket.AF_INET6}:
+        return "ipv6:" + ",".join(hostport for _, hostport in resolved)
+    raise ValueError(f"the addresses {address!r} mix IPv4 and IPv6; give one family or a dns:/// name")
+
+
+def _resolve(part: str) -> tuple[int, str]:
+    host, sep, port = part.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ValueError(f"address {part!r} is not host:port")
+    host = host.strip("[]")
+    try:
+        return socket.AF_INET, f"{ipaddress.IPv4Address(host)}:{port}"
+    except ValueError:
+        pass
+    try:
+        return socket.AF_INET6, f"[{ipaddress.IPv6Address(host)}]:{port}"
+    except ValueError:
+        pass
+    infos = socket.getaddrinfo(host, int(port), type=socket.SOCK_STREAM)
+    v4 = [info for info in infos if info[0] == socket.AF_INET]
+    family, _, _, _, sockaddr = (v4 or infos)[0]
+    ip = sockaddr[0]
+    return family, (f"{ip}:{port}" if family == socket.AF_INET else f"[{ip}]:{port}")

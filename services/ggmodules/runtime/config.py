@@ -16,6 +16,10 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | EVENT_LOG | --event-log | Telemetry: empty = the SQL event table; `nats://host:port` = NATS JetStream |
 | TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
 | METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
+| POOL_SIZE | --pool-size | 10: database connections a replica keeps open (PostgreSQL) |
+| POOL_MAX_OVERFLOW | --pool-max-overflow | 10: connections opened beyond POOL_SIZE under load, closed after |
+| LEASE_SECONDS | --lease-seconds | 10: how long a Transfer replica's lease on a transfer lasts unrenewed |
+| LEASE_SCAN_SECONDS | --lease-scan-seconds | 1: how often Transfer looks for transfers whose lease expired |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 | INSECURE_DEV | --insecure-dev | off; on: no credentials checked, no TLS (logged loudly) |
 | PUBLIC_KEY_FILE | --public-key-file | var/auth/credentials.pub: verifies credentials (every service) |
@@ -56,6 +60,13 @@ class ServiceConfig:
     trace: str = ""
     # Prometheus /metrics port (None = off; 0 = any free port).
     metrics_port: int | None = None
+    # Database connections per replica (PostgreSQL; SQLite keeps one file): kept open, and opened beyond.
+    pool_size: int = 10
+    pool_max_overflow: int = 10
+    # Transfer: a replica drives a transfer while it holds its lease (renewed every third of it); every
+    # `lease_scan_seconds` it takes over pending transfers whose lease expired (their replica died).
+    lease_seconds: float = 10.0
+    lease_scan_seconds: float = 1.0
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
     # Credentials (runtime/credentials.py) and TLS; see README "Credentials and TLS".
@@ -94,6 +105,10 @@ class ServiceConfig:
             "event-log",
             "trace",
             "metrics-port",
+            "pool-size",
+            "pool-max-overflow",
+            "lease-seconds",
+            "lease-scan-seconds",
         ):
             parser.add_argument(f"--{name}")
         parser.add_argument("--insecure-dev", action="store_const", const="1", default=None)
@@ -119,6 +134,10 @@ class ServiceConfig:
             event_log=pick("EVENT_LOG", ""),
             trace=_off(pick("TRACE", "")),
             metrics_port=_port(pick("METRICS_PORT", "")),
+            pool_size=int(pick("POOL_SIZE", "10")),
+            pool_max_overflow=int(pick("POOL_MAX_OVERFLOW", "10")),
+            lease_seconds=float(pick("LEASE_SECONDS", "10")),
+            lease_scan_seconds=float(pick("LEASE_SCAN_SECONDS", "1")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
             insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
             public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),

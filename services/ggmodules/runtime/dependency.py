@@ -81,17 +81,32 @@ class Dependency:
         self._stub: Any = None
 
     async def call(self, method: str, request: Any) -> Any:
-        if self._stub is None:
-            self._channel = service_channel(self.address, self._security.channel_credentials)
-            self._stub = self._make_stub(self._channel)
-        try:
-            return await getattr(self._stub, method)(request, timeout=self._timeout, metadata=self._metadata)
-        except grpc.aio.AioRpcError as err:
-            if err.code() is grpc.StatusCode.UNAVAILABLE:
-                # A fresh channel on the next call connects at once, instead of waiting out the old one's
-                # reconnect backoff, so a retry right after the service is back goes through.
-                await self.close()
-            raise self._refusal(method, err) from None
+        # An address naming several replicas: a call that met one dying (UNAVAILABLE) is sent once more, and
+        # round_robin takes it to a replica that answers. Every call between the services is a read or
+        # carries a request id, so sending it again applies nothing twice.
+        attempts = 2 if self.several_replicas else 1
+        for attempt in range(1, attempts + 1):
+            if self._stub is None:
+                self._channel = service_channel(self.address, self._security.channel_credentials)
+                self._stub = self._make_stub(self._channel)
+            channel, stub = self._channel, self._stub
+            try:
+                return await getattr(stub, method)(request, timeout=self._timeout, metadata=self._metadata)
+            except grpc.aio.AioRpcError as err:
+                if err.code() is grpc.StatusCode.UNAVAILABLE:
+                    # A fresh channel on the next call connects at once, instead of waiting out the old
+                    # one's reconnect backoff, so a retry right after the service is back goes through.
+                    # Only the channel that failed: a newer one may carry other calls already.
+                    if self._channel is channel:
+                        await self.close()
+                    if attempt < attempts:
+                        continue
+                raise self._refusal(method, err) from None
+        raise AssertionError("unreachable")  # the loop returns or raises
+
+    @property
+    def several_replicas(self) -> bool:
+        return "," in self.address or self.address.startswith("dns:")
 
     async def close(self) -> None:
         channel, self._channel, self._stub = self._channel, None, None

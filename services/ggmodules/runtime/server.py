@@ -19,6 +19,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
+from ggmodules.runtime.health import HealthWatch
 from ggmodules.runtime.interceptors import CallInterceptor
 from ggmodules.runtime.observability import Metrics, Observe, server_interceptors
 from ggmodules.runtime.security import INSECURE, Security
@@ -37,15 +38,16 @@ class Service:
     on_stop: Callable[[], Awaitable[None]] | None = None
     # Awaited inside the server's loop before it starts serving (e.g. connecting to an event log).
     on_start: Callable[[], Awaitable[None]] | None = None
-    # Asked every PROBE_SECONDS whether what the service depends on answers (e.g. Telemetry's event log);
-    # health reports NOT_SERVING while it does not.
-    probe: Callable[[], Awaitable[bool]] | None = None
+    # Raises while the service's database does not answer: health then reports NOT_SERVING.
+    probe: Callable[[], None] | None = None
+    # Whether something else the service depends on answers (e.g. Telemetry's event log); health reports
+    # NOT_SERVING while it does not.
+    reachable: Callable[[], Awaitable[bool]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
     # Credentials and TLS (runtime/security.py); INSECURE only under --insecure-dev.
     security: Security = INSECURE
 
 
-PROBE_SECONDS = 1.0
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
 
 
@@ -59,25 +61,11 @@ class RunningServer:
         self.service = service
         # The /metrics endpoint when `--metrics-port` is set (runtime/observability.py).
         self.metrics: Metrics | None = None
-        self._prober: asyncio.Task[None] | None = None
-        if service.probe is not None:
-            self._prober = asyncio.get_running_loop().create_task(self._probe(service.probe), name="probe")
-
-    async def _probe(self, probe: Callable[[], Awaitable[bool]]) -> None:
-        serving = True
-        while True:
-            await asyncio.sleep(PROBE_SECONDS)
-            now = await probe()
-            if now != serving:
-                serving = now
-                status = SERVING if now else NOT_SERVING
-                for name in ["", *self.service.service_names]:
-                    await self.health.set(name, status)
+        self.watch: HealthWatch | None = None
 
     async def stop(self, grace: float = 5.0) -> None:
-        if self._prober is not None:
-            self._prober.cancel()
-            await asyncio.gather(self._prober, return_exceptions=True)
+        if self.watch is not None:
+            await self.watch.stop()
         await self.health.enter_graceful_shutdown()
         await self.server.stop(grace)
         if self.service.on_stop is not None:
@@ -119,6 +107,11 @@ async def start_server(
     if metrics is not None and observe is not None and observe.metrics_port is not None:
         metrics.serve(host, observe.metrics_port)
         running.metrics = metrics
+    if service.probe is not None or service.reachable is not None:
+        running.watch = HealthWatch(
+            service.probe, health, ["", *service.service_names], log, reachable=service.reachable
+        )
+        running.watch.start()
     return running
 
 

@@ -19,6 +19,8 @@ from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as inter
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
@@ -30,7 +32,7 @@ from ggmodules.server.modulestore.internal import ModuleStoreInternalServicer
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
-from ggmodules.storage.engine import is_sqlite, make_engine
+from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
 T = TypeVar("T")
@@ -47,7 +49,7 @@ async def run_in_thread(fn: Callable[..., T], *args: Any) -> T:
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
     security = security_from(config, log)
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     run = run_inline if inline else run_in_thread
@@ -81,6 +83,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[SERVICE_NAME, INTERNAL_SERVICE, OUTBOX_SERVICE],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
         security=security,
     )

@@ -10,6 +10,8 @@ import structlog
 from ggmodules.internal.v1 import registry_internal_service_pb2, registry_internal_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading, engine_writing
@@ -21,7 +23,6 @@ from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.servicer import RegistryInternalServicer, RegistryServicer
 from ggmodules.server.registry.successors import Successors
 from ggmodules.storage.commits import listen_for_commits
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRow
@@ -29,7 +30,7 @@ from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRo
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
     security = security_from(config, log)
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = RegistryRepository(engine)
     repo.create_tables()
     binder = ModuleStoreBinder(config.modulestore_address, log, security)
@@ -70,6 +71,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
             OUTBOX_SERVICE,
         ],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"housekeeper": housekeeper, "commit_listener": listener},
         security=security,
     )

@@ -18,6 +18,8 @@ from prometheus_client.core import GaugeMetricFamily
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import engine_writing
 from ggmodules.runtime.security import security_from
@@ -26,7 +28,6 @@ from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
 from ggmodules.server.telemetry.settings import recent_bytes_from, retention_from
 from ggmodules.server.telemetry.turns import TurnReports
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import EventLog, open_event_log
 from ggmodules.storage.telemetry.tables import TelRequestRow
@@ -44,7 +45,7 @@ def build_service(
     retention: Retention | None = None,
     recent_bytes: int | None = None,
 ) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     kept = retention or retention_from()
     repo = TelemetryRepository(engine, kept, recent_bytes or recent_bytes_from())
     security = security_from(config, log)
@@ -93,7 +94,8 @@ def build_service(
         service_names=[SERVICE_NAME],
         on_start=on_start,
         on_stop=on_stop,
-        probe=event_log.reachable,
+        probe=database_probe(engine),
+        reachable=event_log.reachable,
         extra={
             "repository": repo,
             "event_log": event_log,

@@ -1,5 +1,6 @@
-"""Builds the Transfer service: its journal database, its stubs to Registry and ModuleStore, and the resumer
-that finishes every transfer left pending (at start-up, and after a dependency outage)."""
+"""Builds the Transfer service: its journal database, its stubs to Registry and ModuleStore, its leases,
+and the resumer that finishes every transfer left pending (at start-up, after a dependency outage, and
+every scan for transfers whose replica died)."""
 
 from __future__ import annotations
 
@@ -10,26 +11,32 @@ import structlog
 from prometheus_client.core import GaugeMetricFamily
 
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.database import open_engine
+from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.crash import CrashSwitch
+from ggmodules.server.transfer.leases import Leases, LeaseTerms
 from ggmodules.server.transfer.resumer import Resumer
 from ggmodules.server.transfer.servicer import TransferServicer
 from ggmodules.server.transfer.transfers import Transfers
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.transfer import TransferRepository
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
-    engine = make_engine(config.database_url)
+    engine = open_engine(config, log)
     repo = TransferRepository(engine)
     repo.create_tables()
     security = security_from(config, log)
     calls = Calls(config.registry_address, config.modulestore_address, log, security)
-    transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log)
-    resumer = Resumer(transfers.pending, transfers.drive, log)
+    leases = Leases(repo, LeaseTerms(config.lease_seconds, config.lease_scan_seconds), log)
+    transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log, leases)
+    resumer = Resumer(transfers.pending, lambda transfer_id: transfers.drive(transfer_id, wait=False), log,
+                      scan_seconds=config.lease_scan_seconds)
+    log.info("transfer leases", owner=leases.owner, lease_seconds=config.lease_seconds,
+             scan_seconds=config.lease_scan_seconds)
     transfers.on_pending = resumer.poke
     servicer = TransferServicer(transfers)
 
@@ -48,6 +55,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         register=register,
         service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
         on_stop=on_stop,
+        probe=database_probe(engine),
         extra={"collectors": [JournalPending(repo)]},
         security=security,
     )

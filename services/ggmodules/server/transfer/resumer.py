@@ -1,5 +1,6 @@
-"""Resumes pending transfers in the background: every one journaled before a restart, and any a dependency
-outage left behind. Retries back off from MIN_DELAY to MAX_DELAY seconds while something stays stuck."""
+"""Resumes pending transfers in the background: every one journaled before a restart, any a dependency
+outage left behind, and, every `scan_seconds`, any whose lease expired (the replica driving it died).
+Retries back off from MIN_DELAY to MAX_DELAY seconds while something stays stuck."""
 
 from __future__ import annotations
 
@@ -20,7 +21,9 @@ class Resumer:
         pending: Callable[[], Awaitable[list[str]]],
         drive: Callable[[str], Awaitable[Any]],
         log: structlog.typing.FilteringBoundLogger,
+        scan_seconds: float = 1.0,
     ) -> None:
+        self._scan_seconds = scan_seconds
         self._pending = pending
         self._drive = drive
         self._log = log
@@ -49,7 +52,8 @@ class Resumer:
             self._wake.clear()
             if await self._pass():
                 delay = MIN_DELAY
-                await self._wake.wait()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._wake.wait(), self._scan_seconds)
                 continue
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake.wait(), delay)

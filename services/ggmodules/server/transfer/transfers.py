@@ -13,6 +13,10 @@ before step 3 rolls back (the reservation is released) and is the answer. From s
 rolls forward. Not reaching a service, or a service refusing a step under contention, leaves the transfer
 pending at its step: the caller gets UNAVAILABLE or ABORTED and the resumer (or a retry) carries on. A
 carried kind the predecessor does not hold (R26) fails the run with internal_error and rolls back.
+
+Only the replica holding a transfer's lease drives it (server.transfer.leases): a call for a transfer
+another replica drives waits for its outcome and answers the same, and a dead replica's transfers are taken
+over by the others' scans once its leases expire.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.crash import CrashSwitch
+from ggmodules.server.transfer.leases import WAIT_SECONDS, Holding, LeaseLost, Leases
 from ggmodules.storage.idempotency import fingerprint
 from ggmodules.storage.transfer import TransferRecord, TransferRepository, TransferUnit
 from ggmodules.storage.transfer.repository import now_us
@@ -76,11 +81,14 @@ class Transfers:
         calls: Calls,
         crash: CrashSwitch,
         log: structlog.typing.FilteringBoundLogger,
+        leases: Leases,
     ) -> None:
         self._repo = repo
         self._calls = calls
         self._crash = crash
         self._log = log
+        self._leases = leases
+        # One driver per transfer inside this process (all of its calls share one lease owner).
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         # Told when a transfer is left pending (the resumer's poke).
         self.on_pending: Callable[[], None] = lambda: None
@@ -124,17 +132,32 @@ class Transfers:
     # -- driving one transfer
 
     async def pending(self) -> list[str]:
+        """Pending transfers no replica holds a live lease on: the resumer's to take over."""
         return await asyncio.to_thread(self._repo.transact, lambda unit: unit.pending_ids())
 
-    async def drive(self, transfer_id: str) -> TransferRecord:
-        """Takes the transfer as far as it goes: completed, failed, or (raising) stuck at its step."""
-        async with self._lock(transfer_id):
-            record: TransferRecord = await asyncio.to_thread(
-                self._repo.transact, lambda unit: unit.get(transfer_id)
-            )
-            while record.state is TransferState.PENDING:
-                record = await self._step(record)
-            return record
+    async def drive(self, transfer_id: str, *, wait: bool = True) -> TransferRecord | None:
+        """Takes the transfer as far as it goes: completed, failed, or (raising) stuck at its step. While
+        another replica holds its lease: waits for that one's outcome, or (`wait` False) returns None."""
+        async with self._lock(transfer_id, wait=wait) as mine:
+            while mine:
+                held = await self._leases.take(transfer_id)
+                record: TransferRecord = await asyncio.to_thread(
+                    self._repo.transact, lambda unit: unit.get(transfer_id)
+                )
+                if record.state is not TransferState.PENDING:
+                    return record
+                if held:
+                    try:
+                        async with self._leases.held(transfer_id) as holding:
+                            while record.state is TransferState.PENDING:
+                                record = await self._step(record, holding)
+                        return record
+                    except LeaseLost:
+                        self._log.warning("transfer taken over by another replica", transfer_id=transfer_id)
+                if not wait:
+                    return None
+                await asyncio.sleep(WAIT_SECONDS)  # another replica drives it: look again
+            return None
 
     async def _ask(
         self, method: str, request: Ask, kind: TransferKind, *, to_state: str = "",
@@ -152,7 +175,7 @@ class Transfers:
                 created_us=now_us(), to_state=to_state, successor_profile=successor_profile,
                 leave_fsm=leave_fsm,
             )
-            unit.add(record)
+            unit.add(record, self._leases.owner, self._leases.terms.seconds)
             return record, True
 
         record, journaled = await asyncio.to_thread(self._repo.transact, begin)
@@ -169,6 +192,7 @@ class Transfers:
         except BaseException:
             self.on_pending()  # left at its step (or still going): the resumer carries on
             raise
+        assert done is not None  # a waiting drive returns only once the transfer has ended
         if done.state is TransferState.FAILED:
             raise _refusal(done)
         return transfer_to_proto(done)
@@ -194,7 +218,9 @@ class Transfers:
             agent_id=record.successor_agent_id, roster=handed.roster, opening_note=record.opening_note,
         )
 
-    async def _step(self, record: TransferRecord) -> TransferRecord:
+    async def _step(self, record: TransferRecord, holding: Holding) -> TransferRecord:
+        if holding.lost:
+            raise LeaseLost(record.transfer_id)
         if record.failure_code:
             return await self._roll_back(record)
         if record.step == ASKED:
@@ -343,20 +369,26 @@ class Transfers:
     # -- journal
 
     async def _save(self, record: TransferRecord, *, crash: bool = True) -> TransferRecord:
-        saved = await asyncio.to_thread(self._repo.transact, lambda unit: unit.save(record))
-        if not saved:  # another process drove it further meanwhile
-            return await asyncio.to_thread(self._repo.transact, lambda unit: unit.get(record.transfer_id))
+        owner = self._leases.owner
+        saved = await asyncio.to_thread(self._repo.transact, lambda unit: unit.save(record, owner))
+        if not saved:  # another replica holds the lease now: it drives the transfer from here
+            raise LeaseLost(record.transfer_id)
         if crash:
             self._crash.after(record.step)
         return record
 
     @asynccontextmanager
-    async def _lock(self, transfer_id: str) -> AsyncIterator[None]:
+    async def _lock(self, transfer_id: str, *, wait: bool = True) -> AsyncIterator[bool]:
+        """This process's one driver of the transfer; yields False (without waiting) when `wait` is False
+        and another call of this process drives it."""
         lock, users = self._locks.get(transfer_id, (asyncio.Lock(), 0))
+        if not wait and lock.locked():
+            yield False
+            return
         self._locks[transfer_id] = (lock, users + 1)
         try:
             async with lock:
-                yield
+                yield True
         finally:
             lock, users = self._locks[transfer_id]
             if users == 1:

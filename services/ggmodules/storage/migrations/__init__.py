@@ -9,16 +9,22 @@ before migrations existed (tables present, no version table) is stamped at the b
 A few objects are dialect-specific and cannot be described by the portable models (the archive's search
 index: an FTS5 table on SQLite, a tsvector column on PostgreSQL). They are named in `UNMODELLED`, which
 comparisons of models and database skip (`described_by_models`), and made by their revision alone.
+
+Replicas started together on one database migrate one at a time: on PostgreSQL each service's migration
+runs under a transaction-scoped advisory lock of its own (`migration_lock_key`), so the first replica
+migrates and the others wait, then find the schema at head; on SQLite the transaction's BEGIN IMMEDIATE
+serializes them. `ggmodules migrate` runs the same migration without starting a service.
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Mapping
 from pathlib import Path
 
 from alembic import command
 from alembic.config import Config
-from sqlalchemy import inspect
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection, Engine
 
 HERE = Path(__file__).resolve().parent
@@ -55,18 +61,41 @@ def version_table(service: str) -> str:
     return f"{SERVICES[service][0]}alembic_version"
 
 
-def migrate(engine: Engine, service: str) -> None:
-    """Brings `service`'s tables in `engine` to the newest revision, in one transaction."""
+def migration_lock_key(service: str) -> int:
+    """The PostgreSQL advisory lock a service's migration holds: a stable signed 64-bit number."""
+    digest = hashlib.sha256(f"ggmodules.migrate.{service}".encode()).digest()
+    return int.from_bytes(digest[:8], "big", signed=True)
+
+
+def migrate(engine: Engine, service: str) -> str:
+    """Brings `service`'s tables in `engine` to the newest revision, in one transaction, one replica at a
+    time; returns the revision it found them at ("" when there were none)."""
     prefix, baseline = SERVICES[service]
     with engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": migration_lock_key(service)})
+        found = _revision(conn, service)
         config = Config()
         config.set_main_option("script_location", str(HERE / service))
         config.attributes.update(connection=conn, version_table=version_table(service))
         if _predates_migrations(conn, service, prefix):
             command.stamp(config, baseline)
         command.upgrade(config, "head")
+    return found
 
 
 def _predates_migrations(conn: Connection, service: str, prefix: str) -> bool:
     names = set(inspect(conn).get_table_names())
     return version_table(service) not in names and any(n.startswith(prefix) for n in names)
+
+
+def head_revision(engine: Engine, service: str) -> str:
+    """The revision `service`'s tables in `engine` are at ("" before the first migration)."""
+    with engine.connect() as conn:
+        return _revision(conn, service)
+
+
+def _revision(conn: Connection, service: str) -> str:
+    if version_table(service) not in set(inspect(conn).get_table_names()):
+        return ""
+    return str(conn.execute(text(f"SELECT version_num FROM {version_table(service)}")).scalar() or "")

@@ -3,6 +3,10 @@
 The journal row, unique per request id, is a transfer's claim (R49): a second call with the same request id
 racing the first waits on its insert until the first commits, collides, and the unit runs again and finds
 the first one's row. A unit that loses to a concurrent one is run again (storage.contention).
+
+A pending transfer is driven by one replica at a time, the holder of its lease (`lease`): the lease is
+taken, renewed and released with conditional updates on the row, timed on the database's clock (so replicas'
+clocks need not agree), and every later step is journaled only by the holder (`save` with `owner`).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import select, update
+from sqlalchemy import BigInteger, ColumnElement, cast, func, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
@@ -119,36 +123,71 @@ class TransferUnit:
         row = self.conn.execute(select(_transfers).where(_transfers.c.transfer_id == transfer_id)).one()
         return _record(row)
 
-    def add(self, record: TransferRecord) -> None:
+    def add(self, record: TransferRecord, owner: str = "", lease_seconds: float = 0) -> None:
+        """Journals a new transfer, its lease held by `owner` (the replica that will drive it) if given."""
         self.conn.execute(
             _transfers.insert().values(
                 transfer_id=record.transfer_id, request_id=record.request_id or None,
                 request_hash=record.request_hash, run_id=record.run_id, kind=int(record.kind),
                 predecessor_agent_id=record.predecessor_agent_id, to_state=record.to_state,
-                leave_fsm=record.leave_fsm, created_us=record.created_us, **_values(record),
+                leave_fsm=record.leave_fsm, created_us=record.created_us, lease_owner=owner,
+                lease_expires_us=self._now_us() + int(lease_seconds * 1_000_000) if owner else 0,
+                **_values(record),
             )
         )
 
-    def save(self, record: TransferRecord) -> bool:
-        """Journals a later step of a pending transfer; False when it has already moved past it."""
+    def save(self, record: TransferRecord, owner: str = "") -> bool:
+        """Journals a later step of a pending transfer; False when it has already moved past it, or when
+        `owner` (if given) no longer holds its lease."""
+        conditions = [
+            _transfers.c.transfer_id == record.transfer_id,
+            _transfers.c.state == int(TransferState.PENDING),
+            _transfers.c.step <= record.step,
+        ]
+        if owner:
+            conditions.append(_transfers.c.lease_owner == owner)
+        result = self.conn.execute(update(_transfers).where(*conditions).values(**_values(record)))
+        return bool(result.rowcount)
+
+    def lease(self, transfer_id: str, owner: str, seconds: float) -> bool:
+        """Takes or renews the lease of a pending transfer for `seconds`: True when `owner` holds it now
+        (it held it already, or nobody did, or the holder's lease expired)."""
+        now = self._now_us()
         result = self.conn.execute(
             update(_transfers)
             .where(
-                _transfers.c.transfer_id == record.transfer_id,
+                _transfers.c.transfer_id == transfer_id,
                 _transfers.c.state == int(TransferState.PENDING),
-                _transfers.c.step <= record.step,
+                or_(_transfers.c.lease_owner == owner, _transfers.c.lease_expires_us < now),
             )
-            .values(**_values(record))
+            .values(lease_owner=owner, lease_expires_us=now + int(seconds * 1_000_000))
         )
         return bool(result.rowcount)
 
+    def release(self, transfer_id: str, owner: str) -> None:
+        """Gives the lease up (the transfer stays pending): any replica's next scan may take it."""
+        self.conn.execute(
+            update(_transfers)
+            .where(_transfers.c.transfer_id == transfer_id, _transfers.c.lease_owner == owner,
+                   _transfers.c.state == int(TransferState.PENDING))
+            .values(lease_owner="", lease_expires_us=0)
+        )
+
     def pending_ids(self) -> list[str]:
+        """Pending transfers nobody holds a live lease on, oldest first."""
         rows = self.conn.execute(
             select(_transfers.c.transfer_id)
-            .where(_transfers.c.state == int(TransferState.PENDING))
+            .where(_transfers.c.state == int(TransferState.PENDING),
+                   _transfers.c.lease_expires_us < self._now_us())
             .order_by(_transfers.c.seq)
         ).all()
         return [r.transfer_id for r in rows]
+
+    def _now_us(self) -> ColumnElement[int]:
+        """The database's clock in microseconds (SQLite: this process's, the only one on its file)."""
+        if self.conn.dialect.name == "postgresql":
+            return cast(func.extract("epoch", func.clock_timestamp()) * 1_000_000, BigInteger)
+        return literal(now_us(), BigInteger)
 
 
 def _values(record: TransferRecord) -> dict[str, Any]:

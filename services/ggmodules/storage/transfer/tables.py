@@ -45,6 +45,10 @@ class TrTransferRow(SQLModel, table=True):
     failure_code: str = ""
     failure_reason: str = ""
     failure_metadata: str = Field(default="{}", sa_type=Text)
+    # The replica driving it while pending, and until when (microseconds on the database's clock); a scan
+    # takes over an expired lease, so a dead replica's transfer finishes without any client retry.
+    lease_owner: str = ""
+    lease_expires_us: int = Field(default=0, sa_type=BigInteger)
     created_us: int = Field(sa_type=BigInteger)
     completed_us: int = Field(default=0, sa_type=BigInteger)
 

@@ -1,0 +1,122 @@
+"""Replicas starting and serving (issue 9): eight ModuleStore replicas migrating an empty PostgreSQL
+database at once (`ggmodules migrate modulestore`, the migration a replica runs as it starts) all succeed,
+one after the other under the service's advisory lock; a replica's health
+follows its database (NOT_SERVING while it does not answer, SERVING again once it does); an address may name
+several replicas."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from sqlalchemy import create_engine
+from sqlalchemy.engine import make_url
+
+from ggmodules.runtime.channels import channel_target
+from ggmodules.storage.migrations import head_revision
+from tests.harness import (
+    ROOT,
+    ServiceProcess,
+    _admin,
+    drop_database,
+    needs_postgres,
+    new_database_url,
+    open_channel,
+)
+
+REPLICAS = 8
+
+
+@needs_postgres
+def test_eight_replicas_migrating_an_empty_database_together_all_come_up(tmp_path: Path) -> None:
+    url = new_database_url("postgres", "h9rep_migrate", tmp_path)
+    try:
+        start = threading.Barrier(REPLICAS)
+        results: list[subprocess.CompletedProcess[str] | None] = [None] * REPLICAS
+
+        def migrate(i: int) -> None:
+            start.wait()
+            results[i] = subprocess.run(
+                [sys.executable, "-m", "ggmodules.cli.main", "migrate", "modulestore", "--database-url", url],
+                capture_output=True, text=True, cwd=ROOT, timeout=120,
+            )
+
+        threads = [threading.Thread(target=migrate, args=(i,)) for i in range(REPLICAS)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        failed = [r.stderr[-600:] for r in results if r is None or r.returncode != 0]
+        assert failed == [], f"{len(failed)} of {REPLICAS} replicas failed migrating: {failed[0]}"
+        engine = create_engine(url)
+        try:
+            head = head_revision(engine, "modulestore")
+        finally:
+            engine.dispose()
+        assert head
+        # Exactly one of them found the tables missing and made them; the others found them at head.
+        said = sorted(r.stdout.strip() for r in results if r)
+        assert said == sorted(
+            [f"migrated modulestore: (empty) -> {head}"]
+            + [f"migrated modulestore: {head} -> {head}"] * (REPLICAS - 1)
+        )
+    finally:
+        drop_database(url)
+
+
+def watch_until(stub: health_pb2_grpc.HealthStub, wanted: int) -> None:
+    """Follows Health.Watch until the server reports `wanted` (grpc.health.v1 sends every change)."""
+    for answer in stub.Watch(health_pb2.HealthCheckRequest(service=""), timeout=30):
+        if answer.status == wanted:
+            return
+
+
+@needs_postgres
+def test_health_is_not_serving_while_the_database_is_unreachable_and_serving_once_it_answers(
+    tmp_path: Path,
+) -> None:
+    url = new_database_url("postgres", "h9rep_health", tmp_path)
+    proc = ServiceProcess("registry", "--database-url", url, "--log-level", "warning")
+    try:
+        with open_channel(proc.address) as channel:
+            stub = health_pb2_grpc.HealthStub(channel)
+            check = health_pb2.HealthCheckRequest(service="ggmodules.registry.v1.RegistryService")
+            assert stub.Check(check, timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+            drop_database(url)  # the database goes away under the running replica
+            watch_until(stub, health_pb2.HealthCheckResponse.NOT_SERVING)
+            assert stub.Check(check, timeout=5).status == health_pb2.HealthCheckResponse.NOT_SERVING
+            assert proc.proc.poll() is None
+            parsed = make_url(url)
+            _admin(parsed.set(database="postgres").render_as_string(hide_password=False),
+                   f'CREATE DATABASE "{parsed.database}"')
+            watch_until(stub, health_pb2.HealthCheckResponse.SERVING)
+            assert stub.Check(check, timeout=5).status == health_pb2.HealthCheckResponse.SERVING
+        assert "database unreachable: not serving" in proc.log_text()
+    finally:
+        proc.kill()
+        drop_database(url)
+
+
+@pytest.mark.parametrize(
+    ("address", "target"),
+    [
+        ("127.0.0.1:50051", "127.0.0.1:50051"),
+        ("dns:///localhost:50051", "dns:///localhost:50051"),
+        ("127.0.0.1:1, 127.0.0.2:2", "ipv4:127.0.0.1:1,127.0.0.2:2"),
+        ("localhost:1,127.0.0.1:2", "ipv4:127.0.0.1:1,127.0.0.1:2"),
+        ("[::1]:1,[::1]:2", "ipv6:[::1]:1,[::1]:2"),
+    ],
+)
+def test_an_address_names_one_replica_several_or_a_dns_name(address: str, target: str) -> None:
+    assert channel_target(address) == target
+
+
+def test_an_address_that_is_not_host_and_port_is_refused_with_what_to_give() -> None:
+    with pytest.raises(ValueError, match="not host:port"):
+        channel_target("127.0.0.1:1,nowhere")
+    with pytest.raises(ValueError, match="mix IPv4 and IPv6"):
+        channel_target("127.0.0.1:1,[::1]:2")
