@@ -3,14 +3,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.logging import configure_logging
-from ggmodules.transfer.v1 import transfer_service_pb2_grpc
-from tests.harness import BACKENDS, Suite
+from tests.harness import BACKENDS, Suite, stubs
 
 # In-process services log like their processes do, but only what a failing test needs.
 configure_logging("warning")
@@ -29,15 +27,17 @@ def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 
 
 @pytest.fixture()
-def modulestore(suite: Suite) -> modulestore_service_pb2_grpc.ModuleStoreServiceStub:
-    return modulestore_service_pb2_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+def modulestore(suite: Suite) -> Any:
+    """ModuleStore's public and internal RPCs, each call carrying the credential a runtime (or, for the
+    internal ones, a service) would send (tests/harness.py: AUTO)."""
+    return stubs(suite.channel(suite.modulestore.address), "modulestore")
 
 
 @pytest.fixture()
-def registry(suite: Suite) -> registry_service_pb2_grpc.RegistryServiceStub:
-    return registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+def registry(suite: Suite) -> Any:
+    return stubs(suite.channel(suite.registry.address), "registry")
 
 
 @pytest.fixture()
-def transfer(suite: Suite) -> transfer_service_pb2_grpc.TransferServiceStub:
-    return transfer_service_pb2_grpc.TransferServiceStub(suite.channel(suite.transfer.address))
+def transfer(suite: Suite) -> Any:
+    return stubs(suite.channel(suite.transfer.address), "transfer")

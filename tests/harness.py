@@ -6,6 +6,17 @@ a fresh PostgreSQL database when `GGMODULES_TEST_POSTGRES_URL` is set).
 Every backend-dependent test is parametrised over `BACKENDS`, both always: without a PostgreSQL URL the
 PostgreSQL case of each is reported as skipped, with the reason, so a run's summary shows what it did not
 cover instead of leaving it out silently.
+
+Auth is on, as in production (R50): one key pair and one service and operator credential per test session
+(`CREDENTIALS`), handed to every service started here, in-process (`service_config`) or as a process (the
+environment). Channels for tests come from `open_channel(address, credential=...)` (or `suite.channel`):
+- `AUTO` (the default): the credential a runtime would send, from the session's `WALLET`: the acting
+  agent's (picked up from the answers that open agents and transfers, keyed by run and agent id), the
+  service credential for the internal services, else the operator's;
+- a credential string (`CREDENTIALS.operator`, `CREDENTIALS.service`, an agent's from an answer, one made
+  with `CREDENTIALS.signer`): always that one;
+- `NONE`: no credential at all.
+`stubs(channel, "modulestore")` is one object with the service's public and internal RPCs (and its outbox).
 """
 
 from __future__ import annotations
@@ -18,7 +29,7 @@ import sys
 import tempfile
 import threading
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine, Iterator, Sequence
 from concurrent.futures import Future
 from contextlib import contextmanager
 from dataclasses import replace
@@ -35,10 +46,19 @@ from sqlalchemy.engine import make_url
 
 from ggmodules.cli.main import SERVICES
 from ggmodules.core.telemetry.streams import Retention
+from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as ms_internal_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as outbox_grpc
+from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as reg_internal_grpc
+from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
+from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.runtime.credentials import Signer, new_signing_key, write_key_pair
 from ggmodules.runtime.observability import Observe
 from ggmodules.runtime.server import RunningServer, start_server
+from ggmodules.sdk.credentials import Wallet, bearer
+from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
+from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 
 T = TypeVar("T")
 POSTGRES_URL = os.environ.get("GGMODULES_TEST_POSTGRES_URL", "")
@@ -53,6 +73,179 @@ BACKENDS = [
 POSTGRES_ONLY = BACKENDS[1:]
 needs_postgres = pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class TestCredentials:
+    """The session's key pair (files every service reads) and its service and operator credentials."""
+
+    def __init__(self) -> None:
+        self.directory = Path(tempfile.mkdtemp(prefix="ggm-auth-"))
+        key = new_signing_key()
+        self.signing_key_file = self.directory / "credentials.key"
+        self.public_key_file = self.directory / "credentials.pub"
+        write_key_pair(key, self.signing_key_file, self.public_key_file)
+        self.signer = Signer(key)
+        self.service = self.signer.service("tests")
+        self.operator = self.signer.operator()
+        self.service_token_file = self.directory / "service.jwt"
+        self.service_token_file.write_text(self.service)
+
+    def config_fields(self) -> dict[str, str]:
+        return {"public_key_file": str(self.public_key_file), "signing_key_file": str(self.signing_key_file),
+                "service_token_file": str(self.service_token_file)}
+
+    def environment(self) -> dict[str, str]:
+        """For service processes and for the SDK's `ClientConfig.from_env()` (plaintext: no CA)."""
+        return {"GGMODULES_PUBLIC_KEY_FILE": str(self.public_key_file),
+                "GGMODULES_SIGNING_KEY_FILE": str(self.signing_key_file),
+                "GGMODULES_SERVICE_TOKEN_FILE": str(self.service_token_file),
+                "GGMODULES_OPERATOR_CREDENTIAL": self.operator,
+                "GGMODULES_TLS_CA_FILE": ""}
+
+
+CREDENTIALS = TestCredentials()
+os.environ.update(CREDENTIALS.environment())
+INTERNAL_PREFIX = "/ggmodules.internal.v1."
+
+
+class TestWallet(Wallet):
+    """The SDK's wallet, plus the service credential for the internal services' RPCs. A test that binds or
+    hands over agents itself (calling ModuleStore as Registry and Transfer do) gets those agents'
+    credentials minted here, as Registry mints them for the agents it opens."""
+
+    def credential_for(self, full_method: str, request: Any) -> str:
+        if full_method.startswith(INTERNAL_PREFIX):
+            name = full_method.rsplit("/", 1)[-1]
+            if isinstance(request, bytes):
+                return CREDENTIALS.service
+            if name == "BindInstance":
+                self.add_agent(request.run_id, request.agent_id,
+                               CREDENTIALS.signer.agent(request.run_id, request.agent_id))
+            elif name == "Handover":
+                self.add_agent(request.run_id, request.successor_agent_id,
+                               CREDENTIALS.signer.agent(request.run_id, request.successor_agent_id))
+            return CREDENTIALS.service
+        if isinstance(request, bytes):
+            return self.operator
+        return self.pick(full_method.rsplit("/", 1)[-1], request)
+
+
+WALLET = TestWallet(CREDENTIALS.operator)
+
+
+def credit(run_id: str, agent_id: str) -> str:
+    """Mints a credential for an agent, as Registry would, and puts it in the WALLET: for tests that
+    call ModuleStore as an agent Registry has (or has not) told it about."""
+    credential = CREDENTIALS.signer.agent(run_id, agent_id)
+    WALLET.add_agent(run_id, agent_id, credential)
+    return credential
+AUTO = "<auto>"
+NONE = ""
+
+
+def service_config(service: str, **fields: Any) -> ServiceConfig:
+    """A service's config for a test: port 0, quiet logs, the session's keys (auth on)."""
+    base: dict[str, Any] = {"port": 0, "log_level": "warning", **CREDENTIALS.config_fields()}
+    return ServiceConfig(service=service, **{**base, **fields})
+
+
+class _Credential(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    """Adds `authorization: Bearer` to every call: a fixed credential, none, or the wallet's pick (AUTO),
+    and (AUTO) keeps the credentials the answers carry."""
+
+    def __init__(self, credential: str) -> None:
+        self._credential = credential
+
+    def _details(self, details: Any, request: Any) -> Any:
+        credential = (WALLET.credential_for(details.method, request) if self._credential == AUTO
+                      else self._credential)
+        metadata = [*(details.metadata or ()), *bearer(credential)]
+        return details._replace(metadata=metadata) if hasattr(details, "_replace") else _Details(
+            details.method, details.timeout, metadata, details.credentials, details.wait_for_ready,
+            details.compression)
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        outcome = continuation(self._details(details, request), request)
+        if self._credential == AUTO and outcome.exception() is None:
+            WALLET.learn(details.method.rsplit("/", 1)[-1], outcome.result())
+        return outcome
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return continuation(self._details(details, request), request)
+
+
+class _Details(grpc.ClientCallDetails):  # type: ignore[misc]
+    def __init__(self, method: str, timeout: Any, metadata: Any, credentials: Any, wait_for_ready: Any,
+                 compression: Any) -> None:
+        self.method, self.timeout, self.metadata = method, timeout, metadata
+        self.credentials, self.wait_for_ready, self.compression = credentials, wait_for_ready, compression
+
+
+def open_channel(
+    address: str, credential: str = AUTO, options: Sequence[tuple[str, Any]] = ()
+) -> grpc.Channel:
+    """A channel to a service of the suite carrying `credential` (AUTO, NONE, or a credential string);
+    `options` beside the message limits (e.g. the round_robin service config for several replicas)."""
+    channel = grpc.insecure_channel(address, options=[*MESSAGE_LIMITS, *options])
+    return grpc.intercept_channel(channel, _Credential(credential))
+
+
+class _AioCredential:
+    """`_Credential` for asyncio channels (the credential only; AUTO picks from the WALLET). grpc.aio files an
+    interceptor under one kind only, so each kind gets its own class below."""
+
+    def __init__(self, credential: str) -> None:
+        self._credential = credential
+
+    def _details(self, details: Any, request: Any) -> Any:
+        method = details.method.decode() if isinstance(details.method, bytes) else details.method
+        credential = (WALLET.credential_for(method, request) if self._credential == AUTO
+                      else self._credential)
+        metadata = grpc.aio.Metadata(*(details.metadata or ()), *bearer(credential))
+        return grpc.aio.ClientCallDetails(details.method, details.timeout, metadata, details.credentials,
+                                          details.wait_for_ready)
+
+
+
+class _AioUnaryCredential(_AioCredential, grpc.aio.UnaryUnaryClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+
+class _AioStreamCredential(_AioCredential, grpc.aio.UnaryStreamClientInterceptor):  # type: ignore[misc]
+    async def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        return await continuation(self._details(details, request), request)
+
+
+def open_aio_channel(address: str, credential: str = AUTO) -> grpc.aio.Channel:
+    """`open_channel` for asyncio (open it inside the loop that uses it)."""
+    interceptors = [_AioUnaryCredential(credential), _AioStreamCredential(credential)]
+    return grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS), interceptors=interceptors)
+
+
+class Stubs:
+    """One object with every RPC a service serves, public and internal: `stubs(channel, "registry")`."""
+
+    def __init__(self, *stubs: Any) -> None:
+        self._stubs = stubs
+
+    def __getattr__(self, name: str) -> Any:
+        for stub in self._stubs:
+            if hasattr(stub, name):
+                return getattr(stub, name)
+        raise AttributeError(name)
+
+
+def stubs(channel: grpc.Channel, service: str) -> Any:
+    made = {
+        "modulestore": (ms_grpc.ModuleStoreServiceStub, ms_internal_grpc.ModuleStoreInternalServiceStub,
+                        outbox_grpc.OutboxServiceStub),
+        "registry": (reg_grpc.RegistryServiceStub, reg_internal_grpc.RegistryInternalServiceStub,
+                     outbox_grpc.OutboxServiceStub),
+        "transfer": (tr_grpc.TransferServiceStub,),
+        "telemetry": (tel_grpc.TelemetryServiceStub,),
+    }[service]
+    return Stubs(*(make(channel) for make in made))
 
 
 class LoopThread:
@@ -162,7 +355,7 @@ class Suite:
         self.loop = LoopThread()
         names = ("modulestore", "registry", "transfer")
         self.urls = {name: new_database_url(backend, name, directory) for name in names}
-        base = ServiceConfig(service="modulestore", port=0, log_level="warning")
+        base = service_config("modulestore")
         self.modulestore = InProcessService(
             self.loop, replace(base, service="modulestore", database_url=self.urls["modulestore"])
         )
@@ -193,10 +386,8 @@ class Suite:
         hold when it starts)."""
         if self._telemetry is None:
             self.urls["telemetry"] = new_database_url(self.backend, "telemetry", self.directory)
-            config = ServiceConfig(
-                service="telemetry",
-                port=0,
-                log_level="warning",
+            config = service_config(
+                "telemetry",
                 database_url=self.urls["telemetry"],
                 modulestore_address=self.modulestore.address,
                 registry_address=self.registry.address,
@@ -204,8 +395,9 @@ class Suite:
             self._telemetry = InProcessTelemetry(self.loop, config)
         return self._telemetry
 
-    def channel(self, address: str) -> grpc.Channel:
-        ch = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
+    def channel(self, address: str, credential: str = AUTO) -> grpc.Channel:
+        """A channel to one of the suite's services, closed with the suite (see `open_channel`)."""
+        ch = open_channel(address, credential)
         self._channels.append(ch)
         return ch
 

@@ -11,7 +11,6 @@ anyway (a limit raised too far) is refused TOO_LARGE with its ErrorInfo.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -24,9 +23,8 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES
-from ggmodules.runtime.config import ServiceConfig
 from tests.bad_input.world import error_info, rich_status
-from tests.harness import InProcessService, Suite, drop_database, new_database_url
+from tests.harness import InProcessService, Suite, drop_database, new_database_url, service_config, stubs
 from tests.modulestore.plans import Agent, contents, new_run, open_agent, write
 
 TEXT = "y" * 250_000  # just under the 256 KiB one text may hold
@@ -71,7 +69,7 @@ def fill(modulestore: svc_grpc.ModuleStoreServiceStub, agent: Agent, kind: int) 
 def test_r23_r48_every_kind_stops_at_its_size_limit_unchanged_and_a_full_agent_still_renders(
     suite: Suite,
 ) -> None:
-    modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+    modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
     agent = open_agent(modulestore, new_run(), "planner-0", strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX)
     for kind in KINDS:
         err = fill(modulestore, agent, kind)
@@ -94,7 +92,7 @@ def roomy_modulestore(suite: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     """A ModuleStore whose stores may grow to 64 MiB, far past what one answer can carry."""
     monkeypatch.setenv("GGMODULES_MODULESTORE_MAX_STORE_BYTES_HISTORY", str(64 * 1024 * 1024))
     url = new_database_url(suite.backend, "modulestore", tmp_path)
-    config = replace(ServiceConfig(service="modulestore", port=0, log_level="warning"), database_url=url)
+    config = service_config("modulestore", database_url=url)
     service = InProcessService(suite.loop, config)
     yield service.address
     service.stop()
@@ -104,7 +102,7 @@ def roomy_modulestore(suite: Suite, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 def test_r47_an_answer_larger_than_a_message_is_refused_too_large_with_its_error_info(
     suite: Suite, roomy_modulestore: str
 ) -> None:
-    modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(roomy_modulestore))
+    modulestore = stubs(suite.channel(roomy_modulestore), "modulestore")
     agent: Agent = open_agent(modulestore, new_run(), "planner-0")
     big = svc.AppendMessages(messages=[ms.MessageInput(role="user", content=TEXT)] * 24)  # 6 MB
     for _ in range(3):

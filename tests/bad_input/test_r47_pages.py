@@ -7,13 +7,12 @@ from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.core.modules.pages import STORE_CONTENTS
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
-from tests.harness import Suite
+from tests.harness import Suite, stubs
 from tests.modulestore.plans import new_run, open_agent, write
 
 
 def test_r47_get_store_page_size_0_answers_the_default_page_of_a_long_history(suite: Suite) -> None:
-    modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+    modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
     agent = open_agent(modulestore, new_run(), "coder-0")
     said = [ms.MessageInput(role="user", content=f"m{i}") for i in range(STORE_CONTENTS.default + 200)]
     write(modulestore, agent, c.KIND_HISTORY, append_messages=svc.AppendMessages(messages=said))

@@ -21,8 +21,10 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.sdk.credentials import bearer
 from tests.bad_input.requests import requests
 from tests.bad_input.world import ERROR_DOMAIN, World, error_info, every_method
+from tests.harness import CREDENTIALS
 
 METHODS = every_method()
 BY_NAME = {f"{service}:{m.containing_service.name}.{m.name}": (service, m) for service, m in METHODS}
@@ -32,10 +34,10 @@ MAX_BODY = 4 * 1024 * 1024
 
 def outbox_head(world: World) -> int:
     answer = world.channels["modulestore"].unary_unary(
-        "/ggmodules.modulestore.v1.ModuleStoreService/ReadOutbox",
+        "/ggmodules.internal.v1.ModuleStoreInternalService/ReadOutbox",
         request_serializer=svc.ReadOutboxRequest.SerializeToString,
         response_deserializer=svc.ReadOutboxResponse.FromString,
-    )(svc.ReadOutboxRequest(page_size=1), timeout=30)
+    )(svc.ReadOutboxRequest(page_size=1), timeout=30, metadata=bearer(CREDENTIALS.service))
     return int(answer.head_origin_seq)
 
 

@@ -16,9 +16,7 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
@@ -26,6 +24,7 @@ from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 from tests.bad_input.world import error_info, rich_status
 from tests.harness import Suite
+from tests.harness import stubs as service_stubs
 from tests.registry.builders import (
     all_run_ids,
     create_run,
@@ -43,8 +42,8 @@ NUL = "\x00"
 
 class Stubs:
     def __init__(self, suite: Suite) -> None:
-        self.registry = registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
-        self.modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+        self.registry = service_stubs(suite.channel(suite.registry.address), "registry")
+        self.modulestore = service_stubs(suite.channel(suite.modulestore.address), "modulestore")
         self.transfer = tr_grpc.TransferServiceStub(suite.channel(suite.transfer.address))
         self.telemetry = tel_grpc.TelemetryServiceStub(suite.channel(suite.telemetry.address))
 

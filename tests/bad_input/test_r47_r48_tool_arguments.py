@@ -9,9 +9,8 @@ import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from tests.bad_input.world import error_info, rich_status
-from tests.harness import Suite
+from tests.harness import Suite, stubs
 from tests.modulestore.plans import contents, new_run, open_agent
 
 DEEP = {
@@ -25,7 +24,7 @@ DEEP = {
 def test_r47_r48_arguments_json_the_decoder_cannot_take_is_refused_invalid_argument_unchanged(
     suite: Suite, name: str
 ) -> None:
-    modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+    modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
     agent = open_agent(modulestore, new_run(), "coder-0")
     request = svc.CallToolRequest(
         run_id=agent.run_id, agent_id=agent.agent_id, tool_name="create_task", arguments_json=DEEP[name]

@@ -14,12 +14,10 @@ from google.rpc import status_pb2
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.core.errors import InvalidArgument, Reason
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.errors import MESSAGE_BYTES, to_status
 from tests.bad_input.world import error_info, rich_status
-from tests.harness import Suite
+from tests.harness import Suite, stubs
 from tests.modulestore.plans import contents, new_run, open_agent, write
 from tests.registry.builders import full_profile
 
@@ -53,7 +51,7 @@ def refused(call: object) -> grpc.RpcError:
 def test_r47_a_launch_refusal_quoting_a_10000_character_profile_name_keeps_its_error_info(
     suite: Suite,
 ) -> None:
-    registry = registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+    registry = stubs(suite.channel(suite.registry.address), "registry")
     request = pb.CreateRunRequest(name="long names", profiles=[full_profile("p" * 10_000)])
     err = refused(lambda: registry.CreateRun(request))
     info = error_info(rich_status(err))
@@ -65,7 +63,7 @@ def test_r47_a_launch_refusal_quoting_a_10000_character_profile_name_keeps_its_e
 def test_r47_r48_5000_dangling_blockers_are_refused_with_their_error_info_and_nothing_changes(
     suite: Suite,
 ) -> None:
-    modulestore = svc_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+    modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
     agent = open_agent(modulestore, new_run(), "coder-0")
     blockers = list(range(1_000_000, 1_005_000))
     task = svc.CreateTask(title="t", blocked_by=blockers)

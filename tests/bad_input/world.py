@@ -12,15 +12,17 @@ from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
 from google.rpc import error_details_pb2, status_pb2
 
-from ggmodules.common.v1 import outbox_service_pb2
 from ggmodules.core.kinds import KIND_WORDS
+from ggmodules.internal.v1 import modulestore_internal_service_pb2 as ms_internal
+from ggmodules.internal.v1 import outbox_service_pb2 as internal_outbox
+from ggmodules.internal.v1 import registry_internal_service_pb2 as reg_internal
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
-from ggmodules.registry.v1 import registry_service_pb2, registry_service_pb2_grpc
+from ggmodules.registry.v1 import registry_service_pb2
+from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 from tests.bad_input.requests import Pools
-from tests.harness import Suite
+from tests.harness import NONE, WALLET, Suite, stubs
 from tests.registry.builders import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
 from tests.transfer.flows import put_everything, transition
 
@@ -30,7 +32,11 @@ SERVICES = {
     "transfer": transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"],
     "telemetry": telemetry_service_pb2.DESCRIPTOR.services_by_name["TelemetryService"],
 }
-OUTBOX = outbox_service_pb2.DESCRIPTOR.services_by_name["OutboxService"]
+INTERNAL = {
+    "registry": reg_internal.DESCRIPTOR.services_by_name["RegistryInternalService"],
+    "modulestore": ms_internal.DESCRIPTOR.services_by_name["ModuleStoreInternalService"],
+}
+OUTBOX = internal_outbox.DESCRIPTOR.services_by_name["OutboxService"]
 ERROR_DOMAIN = "ggmodules.dev"
 
 
@@ -38,7 +44,8 @@ def every_method() -> list[tuple[str, MethodDescriptor]]:
     """(service that serves it, method) for every RPC of the public contracts, read from the descriptors:
     an RPC added to a contract is fuzzed without a line here. OutboxService is served by ModuleStore and
     Registry alike."""
-    found = [(name, m) for name, service in SERVICES.items() for m in service.methods]
+    found = [(name, m) for name, service in {**SERVICES}.items() for m in service.methods]
+    found += [(name, m) for name, service in INTERNAL.items() for m in service.methods]
     found += [(name, m) for name in ("modulestore", "registry") for m in OUTBOX.methods]
     return found
 
@@ -57,10 +64,12 @@ class World:
             "transfer": suite.transfer.address,
             "telemetry": suite.telemetry.address,
         }
-        channels = {name: suite.channel(address) for name, address in addresses.items()}
-        registry = registry_service_pb2_grpc.RegistryServiceStub(channels["registry"])
-        modulestore = modulestore_service_pb2_grpc.ModuleStoreServiceStub(channels["modulestore"])
-        transfer = transfer_service_pb2_grpc.TransferServiceStub(channels["transfer"])
+        seeding = {name: suite.channel(address) for name, address in addresses.items()}
+        # Fuzzed calls are raw bytes: each carries the credential its decoded request would (see call).
+        channels = {name: suite.channel(address, NONE) for name, address in addresses.items()}
+        registry = stubs(seeding["registry"], "registry")
+        modulestore = stubs(seeding["modulestore"], "modulestore")
+        transfer = transfer_service_pb2_grpc.TransferServiceStub(seeding["transfer"])
         names: dict[str, set[str]] = {}
 
         def add(field: str, *values: str) -> None:
@@ -111,15 +120,16 @@ class World:
         path = f"/{method.containing_service.full_name}/{method.name}"
         channel = self.channels[service]
         body = request.SerializeToString()
+        metadata = bearer(WALLET.credential_for(path, request))
         try:
             if method.server_streaming:
-                stream = channel.unary_stream(path)(body, timeout=0.5)
+                stream = channel.unary_stream(path)(body, timeout=0.5, metadata=metadata)
                 for i, _ in enumerate(stream):
                     if i + 1 >= stream_items:
                         stream.cancel()
                         break
             else:
-                channel.unary_unary(path)(body, timeout=30)
+                channel.unary_unary(path)(body, timeout=30, metadata=metadata)
         except grpc.RpcError as err:
             return err.code(), rich_status(err)
         return grpc.StatusCode.OK, None

@@ -23,7 +23,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 
-import grpc
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import text, update
 
@@ -34,11 +33,10 @@ from ggmodules.core.modules.figures import text_bytes
 from ggmodules.core.modules.ops import ArchiveThread
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.lineage import THREADS, thread_json
 from ggmodules.storage.modulestore.lookup import STORES
-from tests.harness import ServiceProcess
+from tests.harness import ServiceProcess, open_channel, stubs
 
 VOCABULARY = 20_000
 SIZES = (1_000, 100_000)
@@ -99,8 +97,8 @@ class ArchiveBench:
     def __init__(self, label: str, database_url: str, quick: bool) -> None:
         self.label, self.url, self.quick = label, database_url, quick
         self.proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
-        self.channel = grpc.insecure_channel(self.proc.address)
-        self.stub = svc_grpc.ModuleStoreServiceStub(self.channel)
+        self.channel = open_channel(self.proc.address)
+        self.stub = stubs(self.channel, "modulestore")
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.run = f"run-{uuid.uuid4().hex[:12]}"
         self.corpus = Corpus()

@@ -19,13 +19,19 @@ import time
 import uuid
 from pathlib import Path
 
-import grpc
 from sqlalchemy.engine import make_url
 
 from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, modulestore_service_pb2_grpc
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
-from tests.harness import ServiceProcess, drop_database, new_database_url
+from tests.harness import (
+    ServiceProcess,
+    drop_database,
+    new_database_url,
+    open_aio_channel,
+    open_channel,
+    stubs,
+)
 
 PRUNING = {
     "GGMODULES_OUTBOX_PRUNE_MARGIN": "100",
@@ -125,9 +131,9 @@ class Trio:
             )
         )
         self.ms_address = ms
-        self.channel = grpc.insecure_channel(ms)
-        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channel)
-        self.tel_channel = grpc.insecure_channel(self.procs[2].address)
+        self.channel = open_channel(ms)
+        self.ms = stubs(self.channel, "modulestore")
+        self.tel_channel = open_channel(self.procs[2].address)
         self.tel = telemetry_service_pb2_grpc.TelemetryServiceStub(self.tel_channel)
 
     def close(self) -> None:
@@ -162,8 +168,8 @@ class Trio:
         text = "x" * size
 
         async def main() -> None:
-            async with grpc.aio.insecure_channel(self.ms_address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+            async with open_aio_channel(self.ms_address) as ch:
+                stub = stubs(ch, "modulestore")
                 left = iter(range(n))
 
                 async def caller() -> None:
@@ -211,8 +217,8 @@ def bytes_per_byte(directory: Path) -> None:
 def holder_costs(directory: Path, backend: str, pg_url: str) -> None:
     url = new_database_url(backend, "modulestore", directory, pg_url)
     proc = ServiceProcess("modulestore", "--database-url", url, "--log-level", "warning", env=PRUNING)
-    channel = grpc.insecure_channel(proc.address)
-    stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(channel)
+    channel = open_channel(proc.address)
+    stub = stubs(channel, "modulestore")
     results: dict[int, tuple[float, float]] = {}
     try:
         for holders in (1, 32, 256):
@@ -266,8 +272,8 @@ def flat_size(directory: Path, quick: bool) -> None:
         memories, history = held[common_pb2.KIND_MEMORIES], held[common_pb2.KIND_HISTORY]
 
         async def overwrite(n: int, callers: int = 16) -> None:
-            async with grpc.aio.insecure_channel(trio.ms_address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+            async with open_aio_channel(trio.ms_address) as ch:
+                stub = stubs(ch, "modulestore")
                 left = iter(range(n))
 
                 async def caller() -> None:

@@ -4,7 +4,9 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`) prints one section.
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
+append on a --insecure-dev ModuleStore.
 """
 
 from __future__ import annotations
@@ -31,7 +33,16 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 from tests.bench import archive_search, growth
 from tests.bench.raw_stream import stream_stub
-from tests.harness import ROOT, ServiceProcess, drop_database, new_database_url
+from tests.harness import (
+    ROOT,
+    ServiceProcess,
+    credit,
+    drop_database,
+    new_database_url,
+    open_aio_channel,
+    open_channel,
+    stubs,
+)
 
 PG_DEFAULT = "postgresql+psycopg://postgres@127.0.0.1:5432/postgres"
 # Fork and exec costs are measured on 100,000-message histories (27 MB), past the 2 MiB a store may hold by
@@ -98,8 +109,8 @@ class ModuleStoreBench:
         self.proc = ServiceProcess(
             "modulestore", "--database-url", database_url, "--log-level", "warning", env=LONG_HISTORIES
         )
-        self.channel = grpc.insecure_channel(self.proc.address)
-        self.stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.channel)
+        self.channel = open_channel(self.proc.address)
+        self.stub = stubs(self.channel, "modulestore")
         self.health = health_pb2_grpc.HealthStub(self.channel)
         self.run = f"run-{uuid.uuid4().hex[:12]}"
 
@@ -127,8 +138,8 @@ class ModuleStoreBench:
         stores = [bind_history(self.stub, self.run, f"writer-{i}") for i in range(callers)]
 
         async def main() -> int:
-            async with grpc.aio.insecure_channel(self.proc.address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+            async with open_aio_channel(self.proc.address) as ch:
+                stub = stubs(ch, "modulestore")
                 deadline = time.perf_counter() + seconds
                 done = 0
 
@@ -196,9 +207,9 @@ class TransferBench:
             raise
         ms, registry, transfer = (p.address for p in self.procs)
         self.client = Client(registry, ms, transfer)
-        self.ms_channel = grpc.insecure_channel(ms)
-        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.ms_channel)
-        self.channel = grpc.insecure_channel(transfer)
+        self.ms_channel = open_channel(ms)
+        self.ms = stubs(self.ms_channel, "modulestore")
+        self.channel = open_channel(transfer)
         self.transfer = transfer_service_pb2_grpc.TransferServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
 
@@ -223,6 +234,7 @@ class TransferBench:
         run = gg.create_run(f"bench-{size}", self.PROFILES, board=True)
         agent = gg.open_instance(run.id, "alpha")
         store = agent.history.store_id
+        credit(run.id, agent.id)  # the bench writes the long history as the agent, beside the SDK
         left = size
         while left:
             batch = min(left, 1000)
@@ -350,12 +362,12 @@ class TelemetryBench:
             self.close()
             raise
         self.ms_address, self.tel_address = ms_address, self.procs[2].address
-        self.ms_channel = grpc.insecure_channel(ms_address)
-        self.ms = modulestore_service_pb2_grpc.ModuleStoreServiceStub(self.ms_channel)
-        self.channel = grpc.insecure_channel(self.tel_address)
+        self.ms_channel = open_channel(ms_address)
+        self.ms = stubs(self.ms_channel, "modulestore")
+        self.channel = open_channel(self.tel_address)
         self.tel = telemetry_service_pb2_grpc.TelemetryServiceStub(self.channel)
         self.health = health_pb2_grpc.HealthStub(self.channel)
-        self.raw_channel = grpc.insecure_channel(self.raw.address)
+        self.raw_channel = open_channel(self.raw.address)
         self.run = f"run-{uuid.uuid4().hex[:12]}"
 
     def close(self) -> None:
@@ -421,8 +433,8 @@ class TelemetryBench:
         callers = 32
 
         async def produce() -> None:
-            async with grpc.aio.insecure_channel(self.ms_address) as ch:
-                stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ch)
+            async with open_aio_channel(self.ms_address) as ch:
+                stub = stubs(ch, "modulestore")
 
                 async def caller(i: int) -> None:
                     for j in range(i, count - 1, callers):
@@ -464,9 +476,9 @@ class TelemetryBench:
         store = bind_history(self.ms, self.run, agent)
 
         async def main() -> list[float]:
-            channels = [grpc.aio.insecure_channel(self.tel_address) for _ in range(10)]
-            ms_channel = grpc.aio.insecure_channel(self.ms_address)
-            ms_stub = modulestore_service_pb2_grpc.ModuleStoreServiceStub(ms_channel)
+            channels = [open_aio_channel(self.tel_address) for _ in range(10)]
+            ms_channel = open_aio_channel(self.ms_address)
+            ms_stub = stubs(ms_channel, "modulestore")
             arrivals: dict[str, list[float]] = {}
             everyone: dict[str, asyncio.Event] = {}
             texts = ["fan-out ready", *(f"fan-out {i}" for i in range(writes))]
@@ -558,6 +570,49 @@ def telemetry_postgres_figures(quick: bool) -> None:
     latency_lines(noop, latency)
 
 
+def auth_figures(directory: Path, quick: bool) -> None:
+    """Append p50 through the credential check beside the same append on a ModuleStore started with
+    --insecure-dev (no check), measured in alternating batches so both see the same machine load."""
+    urls = [new_database_url("sqlite", "modulestore", directory) for _ in range(2)]
+    on = ServiceProcess("modulestore", "--database-url", urls[0], "--log-level", "warning")
+    off = ServiceProcess("modulestore", "--database-url", urls[1], "--log-level", "warning", "--insecure-dev")
+    channels = [open_channel(on.address), open_channel(off.address, credential="")]
+    try:
+        stubs_on, stubs_off = (stubs(ch, "modulestore") for ch in channels)
+        run = f"run-{uuid.uuid4().hex[:12]}"
+        store_on = bind_history(stubs_on, run, "appender-0")
+        store_off = bind_history(stubs_off, run, "appender-0")
+        tools = modulestore_service_pb2.ListToolsRequest(kind=common_pb2.KIND_HISTORY)
+        check = health_pb2.HealthCheckRequest()
+        health = health_pb2_grpc.HealthStub(channels[0])
+        samples: dict[str, list[float]] = {"on": [], "off": [], "noop": [], "auth_noop": []}
+        for batch in range(6 if quick else 30):
+            keep = batch > 0  # the first batch warms up
+            got = {
+                "noop": timed(lambda: health.Check(check), 100),
+                "auth_noop": timed(lambda: stubs_on.ListTools(tools), 100),
+                "on": timed(lambda: stubs_on.Write(append_request(run, "appender-0", store_on)), 100),
+                "off": timed(lambda: stubs_off.Write(append_request(run, "appender-0", store_off)), 100),
+            }
+            if keep:
+                for key, values in got.items():
+                    samples[key] += values
+    finally:
+        for ch in channels:
+            ch.close()
+        on.terminate()
+        off.terminate()
+        for url in urls:
+            drop_database(url)
+    p50 = {key: percentile(values, 0.5) for key, values in samples.items()}
+    added = (p50["on"] - p50["off"]) / p50["off"] * 100
+    print("\nCredentials (ModuleStore, own process, SQLite; alternating batches) — µs")
+    print(f"  no-op unary RPC (health Check, no credential)   p50 {p50['noop']:8.0f}")
+    print(f"  authenticated no-op (ListTools of one kind)     p50 {p50['auth_noop']:8.0f}")
+    print(f"  history append, auth on                         p50 {p50['on']:8.0f}")
+    print(f"  history append, auth off (--insecure-dev)       p50 {p50['off']:8.0f}")
+    verdict = "met" if added <= 10 else "MISSED"
+    print(f"  the credential check adds {added:+.1f}% to append p50 (target <= 10%: {verdict})")
 def telemetry_jetstream_figures(quick: bool) -> None:
     """Write-to-subscriber and fan-out with Telemetry's event log on NATS JetStream (a stream of its own)."""
     from tests.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url
@@ -635,11 +690,17 @@ def archive_figures(quick: bool) -> None:
                 drop_database(url)
 
 
+def _auth_figures(quick: bool) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        auth_figures(Path(tmp), quick)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
     sections = {
-        "modulestore": modulestore_figures, "transfer": transfer_figures, "telemetry": telemetry_figures,
+        "modulestore": modulestore_figures, "auth": _auth_figures, "transfer": transfer_figures,
+        "telemetry": telemetry_figures,
         "telemetry-postgres": telemetry_postgres_figures,
         "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,

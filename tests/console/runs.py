@@ -28,7 +28,7 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tpb_tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2 as tpb
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
-from tests.harness import Suite
+from tests.harness import Suite, stubs
 from tests.registry.builders import edge, fsm, module, profile
 from tests.telemetry.rig import Subscription
 
@@ -65,8 +65,8 @@ class Stubs:
     @classmethod
     def of(cls, suite: Suite) -> Stubs:
         return cls(
-            registry_service_pb2_grpc.RegistryServiceStub(suite.channel(suite.registry.address)),
-            modulestore_service_pb2_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address)),
+            stubs(suite.channel(suite.registry.address), "registry"),
+            stubs(suite.channel(suite.modulestore.address), "modulestore"),
             transfer_service_pb2_grpc.TransferServiceStub(suite.channel(suite.transfer.address)),
             telemetry_service_pb2_grpc.TelemetryServiceStub(suite.channel(suite.telemetry.address)),
         )

@@ -8,17 +8,15 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 from ggmodules.core.kinds import Kind
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.console.runs import Run, Stubs, full, module, profile
 from tests.console.text import agent_rows, plain, section
-from tests.harness import ROOT, ServiceProcess, processes
+from tests.harness import ROOT, ServiceProcess, open_channel, processes
+from tests.harness import stubs as service_stubs
 
 
 @pytest.fixture()
@@ -38,10 +36,10 @@ def test_r37_r42_r45_console_once_prints_the_three_views_of_a_live_run(
 ) -> None:
     ms, reg, tel = services
     stubs = Stubs(
-        registry_service_pb2_grpc.RegistryServiceStub(grpc.insecure_channel(reg.address)),
-        modulestore_service_pb2_grpc.ModuleStoreServiceStub(grpc.insecure_channel(ms.address)),
-        transfer_service_pb2_grpc.TransferServiceStub(grpc.insecure_channel(ms.address)),  # not called
-        telemetry_service_pb2_grpc.TelemetryServiceStub(grpc.insecure_channel(tel.address)),
+        service_stubs(open_channel(reg.address), "registry"),
+        service_stubs(open_channel(ms.address), "modulestore"),
+        transfer_service_pb2_grpc.TransferServiceStub(open_channel(ms.address)),  # not called
+        telemetry_service_pb2_grpc.TelemetryServiceStub(open_channel(tel.address)),
     )
     run = Run.create(None, full("planner"), profile("coder", tasks=module()), stubs=stubs)
     a = run.open("planner")

@@ -80,7 +80,8 @@ class Tally:
 
 def ask(tally: Tally, method: Callable[..., Any], request: Any) -> Any | None:
     """The answer, or None once the call ended in anything but ABORTED (recorded as a failure)."""
-    name = getattr(method, "_method", b"").decode().rsplit("/", 1)[-1] or type(request).__name__
+    path = getattr(method, "_method", b"")  # bytes on a plain channel, str through an interceptor
+    name = (path.decode() if isinstance(path, bytes) else path).rsplit("/", 1)[-1] or type(request).__name__
     for _ in range(ABORTED_RETRIES):
         try:
             answer = method(request, timeout=45)

@@ -18,10 +18,8 @@ from typing import Any
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
-from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
-from tests.harness import Suite
+from tests.harness import Suite, stubs
 from tests.load.crowd import SIX, Client, Tally, crowd
 from tests.registry.builders import create_run, edge, fsm, module, profile
 from tests.transfer.flows import markers
@@ -62,14 +60,14 @@ def _outbox(modulestore: Any, run_id: str) -> list[event_pb2.Event]:
 
 
 def test_r47_r48_r49_sixteen_clients_on_one_board_lose_nothing_and_never_see_internal(suite: Suite) -> None:
-    registry = reg_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
-    modulestore = ms_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address))
+    registry = stubs(suite.channel(suite.registry.address), "registry")
+    modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
     run_id = _run(registry)
     tally = Tally()
     clients = [
         Client(n, run_id, (
-            reg_grpc.RegistryServiceStub(suite.channel(suite.registry.address)),
-            ms_grpc.ModuleStoreServiceStub(suite.channel(suite.modulestore.address)),
+            stubs(suite.channel(suite.registry.address), "registry"),
+            stubs(suite.channel(suite.modulestore.address), "modulestore"),
             tr_grpc.TransferServiceStub(suite.channel(suite.transfer.address)),
         ), tally)
         for n in range(CLIENTS)

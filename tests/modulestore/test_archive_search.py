@@ -18,9 +18,17 @@ from sqlalchemy import create_engine, text
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.storage.migrations import HERE, version_table
-from tests.harness import BACKENDS, ServiceProcess, Suite, drop_database, new_database_url, status_of
+from tests.harness import (
+    BACKENDS,
+    ServiceProcess,
+    Suite,
+    drop_database,
+    new_database_url,
+    open_channel,
+    status_of,
+    stubs,
+)
 from tests.modulestore.plans import (
     Agent,
     Stub,
@@ -335,8 +343,8 @@ class _service:
 
     def __enter__(self) -> Stub:
         self.proc = ServiceProcess("modulestore", "--database-url", self.url, "--log-level", "warning")
-        self.channel = grpc.insecure_channel(self.proc.address)
-        return svc_grpc.ModuleStoreServiceStub(self.channel)
+        self.channel = open_channel(self.proc.address)
+        return stubs(self.channel, "modulestore")
 
     def __exit__(self, *exc: object) -> None:
         self.channel.close()

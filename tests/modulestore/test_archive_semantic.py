@@ -18,9 +18,16 @@ pytest.importorskip(
 )
 
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
-from ggmodules.runtime.config import ServiceConfig
-from tests.harness import BACKENDS, InProcessService, LoopThread, drop_database, new_database_url
+from tests.harness import (
+    BACKENDS,
+    InProcessService,
+    LoopThread,
+    drop_database,
+    new_database_url,
+    open_channel,
+    service_config,
+    stubs,
+)
 from tests.modulestore.plans import Stub, fork_agent, new_run, open_agent
 from tests.modulestore.test_archive_search import archive, search, titles
 
@@ -36,12 +43,11 @@ def semantic(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
     """A ModuleStore with semantic search on (the packaged model, loaded with no network)."""
     url = new_database_url(request.param, "modulestore", Path(tmp_path_factory.mktemp("semantic")))
     loop = LoopThread()
-    config = ServiceConfig(service="modulestore", port=0, log_level="warning", database_url=url,
-                           semantic="minilm")
+    config = service_config("modulestore", database_url=url, semantic="minilm")
     service = InProcessService(loop, config)
-    channel = grpc.insecure_channel(service.address)
+    channel = open_channel(service.address)
     try:
-        yield svc_grpc.ModuleStoreServiceStub(channel)
+        yield stubs(channel, "modulestore")
     finally:
         channel.close()
         service.stop()

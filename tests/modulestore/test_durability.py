@@ -5,13 +5,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-import grpc
 import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
-from tests.harness import BACKENDS, ServiceProcess, drop_database, new_database_url
+from tests.harness import BACKENDS, ServiceProcess, drop_database, new_database_url, open_channel, stubs
 from tests.modulestore.plans import append, contents, new_run, open_agent, write
 
 
@@ -26,8 +24,8 @@ def test_r48_an_acknowledged_write_survives_kill_9(database_url: str) -> None:
     run = new_run()
     proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
     try:
-        with grpc.insecure_channel(proc.address) as channel:
-            stub = svc_grpc.ModuleStoreServiceStub(channel)
+        with open_channel(proc.address) as channel:
+            stub = stubs(channel, "modulestore")
             agent = open_agent(stub, run, "coder-0")
             for i in range(20):
                 append(stub, agent, f"message {i}")
@@ -39,8 +37,8 @@ def test_r48_an_acknowledged_write_survives_kill_9(database_url: str) -> None:
 
     proc = ServiceProcess("modulestore", "--database-url", database_url, "--log-level", "warning")
     try:
-        with grpc.insecure_channel(proc.address) as channel:
-            stub = svc_grpc.ModuleStoreServiceStub(channel)
+        with open_channel(proc.address) as channel:
+            stub = stubs(channel, "modulestore")
             history = contents(stub, agent, c.KIND_HISTORY).contents.history
             assert history.message_count == 21
             assert history.messages[-1].content == "acknowledged just before the crash"

@@ -13,7 +13,7 @@ from grpc_status import rpc_status
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import status_of
+from tests.harness import credit, status_of
 from tests.modulestore.plans import (
     KINDS,
     Agent,
@@ -184,6 +184,8 @@ def test_r47_unknown_run_agent_and_store(modulestore: Stub, agent: Agent) -> Non
             "STORE_NOT_FOUND",
         ),
     ]
+    for who, _ in cases:
+        credit(who.run_id, who.agent_id)  # a valid credential for an agent ModuleStore does not know
     for who, expected in cases:
         code, reason, _ = refused_unchanged(
             modulestore, agent, c.KIND_HISTORY, lambda who=who: append(modulestore, who, "lost")
@@ -193,6 +195,7 @@ def test_r47_unknown_run_agent_and_store(modulestore: Stub, agent: Agent) -> Non
         lambda: modulestore.GetStore(svc.GetStoreRequest(run_id=agent.run_id, store_id="tasks-42"))
     )
     assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND")
+    credit(agent.run_id, "ghost-0")
     code, reason, _ = refusal(
         lambda: modulestore.RenderPrompt(svc.RenderPromptRequest(run_id=agent.run_id, agent_id="ghost-0"))
     )
@@ -281,9 +284,8 @@ def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_i
     """Store ids count per run (R34), so they repeat across runs: a write names its run and changes only that
     run's store; an agent id the named run does not have is refused, changing nothing (R47, R48).
 
-    Not R50: an agent id that exists in both runs passes for the agent of whichever run a request names,
-    since nothing yet proves who is calling (no credential); R50's "a credential for one run opens nothing
-    in another" waits for credentials."""
+    Each agent writes with its own run's credential (the wallet picks it by run and agent id); R50's "a
+    credential for one run opens nothing in another" is tests/auth/test_r50_credentials.py."""
     stranger = open_agent(modulestore, new_run(), "coder-0")
     assert stranger[c.KIND_HISTORY] == agent[c.KIND_HISTORY]
     mine, outbox = contents(modulestore, agent, c.KIND_HISTORY), events(modulestore, agent.run_id)
@@ -294,6 +296,7 @@ def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_i
     assert events(modulestore, agent.run_id) == outbox
     theirs = contents(modulestore, stranger, c.KIND_HISTORY).contents.history
     assert [m.content for m in theirs.messages] == ["elsewhere"]
+    credit(agent.run_id, "coder-7")
     code, reason, _ = refused_unchanged(
         modulestore,
         agent,

@@ -16,15 +16,14 @@ from sqlalchemy.engine import Engine
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as opb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as opb_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as opb_grpc
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
-from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
-from tests.harness import BACKENDS, Suite, drop_database, new_database_url, status_of
+from tests.harness import BACKENDS, Suite, drop_database, new_database_url, status_of, stubs
 from tests.modulestore.plans import Stub, append, new_run, open_agent
 from tests.registry.builders import create_run, module, open_instance, profile, store_ids
 
@@ -61,7 +60,7 @@ def test_r47_watch_outbox_after_an_origin_seq_past_2_31_is_an_idle_stream(suite:
 
 
 def test_r47_caps_past_2_31_are_kept(suite: Suite, modulestore: Stub) -> None:
-    registry = reg_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+    registry = stubs(suite.channel(suite.registry.address), "registry")
     caps = {"max_items": BEYOND, "max_bytes": BEYOND}
     run = create_run(registry, profile("coder", tasks=module(caps=caps))).run_id
     coder = open_instance(registry, run, "coder")
@@ -78,7 +77,7 @@ def token(text: str) -> str:
 def test_r47_a_page_token_naming_a_position_past_64_bits_was_not_handed_out(
     suite: Suite, modulestore: Stub
 ) -> None:
-    registry = reg_grpc.RegistryServiceStub(suite.channel(suite.registry.address))
+    registry = stubs(suite.channel(suite.registry.address), "registry")
     agent = open_agent(modulestore, new_run(), "coder-0")
     calls = [
         lambda: registry.ListRuns(reg.ListRunsRequest(page_token=token(f"runs|{10**30}"))),

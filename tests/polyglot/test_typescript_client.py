@@ -52,7 +52,7 @@ def test_r19_r24_the_typescript_client_takes_the_fsm_edge_and_the_coder_reads_th
         ("ARCHIVE", "FRESH", "", "archive-0"),
     ]
     assert moved["opening_note"].startswith("history and tasks arrived from planner-0; memories were dropped")
-    assert moved["credential_sent"] is False  # the suite runs without auth here: nothing minted, nothing sent
+    assert moved["credential_sent"] is True  # auth is on: the successor's credential came with the answer
     reads = fsm_run["coder_reads"]
     assert reads == {"step": "coder_reads", "system_prompt": "You code.", "messages": ["Build a CLI"],
                      "tasks": ["write the parser"]}

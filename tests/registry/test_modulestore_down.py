@@ -13,8 +13,7 @@ import pytest
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub
-from tests.harness import ServiceProcess, Suite, drop_database, new_database_url
+from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel, stubs
 from tests.registry.builders import create_run, full_profile, instance_ids, open_instance, refused
 
 
@@ -39,8 +38,8 @@ def test_unreachable_modulestore_is_unavailable_and_a_retry_after_a_crash_opens_
         "registry", "--database-url", registry_database, "--modulestore-address", f"127.0.0.1:{closed_port()}"
     )
     try:
-        with grpc.insecure_channel(cut_off.address) as channel:
-            registry = RegistryServiceStub(channel)
+        with open_channel(cut_off.address) as channel:
+            registry = stubs(channel, "registry")
             run = create_run(registry, full_profile("coder"))
             request = pb.OpenInstanceRequest(request_id="open-while-down", run_id=run.run_id, profile="coder")
             for _ in range(2):
@@ -59,8 +58,8 @@ def test_unreachable_modulestore_is_unavailable_and_a_retry_after_a_crash_opens_
         "registry", "--database-url", registry_database, "--modulestore-address", suite.modulestore.address
     )
     try:
-        with grpc.insecure_channel(restarted.address) as channel:
-            registry = RegistryServiceStub(channel)
+        with open_channel(restarted.address) as channel:
+            registry = stubs(channel, "registry")
             opened = registry.OpenInstance(request).instance
             assert opened.agent_id == "coder-0"
             assert registry.OpenInstance(request).instance == opened

@@ -8,8 +8,9 @@ import structlog
 from ggmodules.core.errors import DomainError
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
+from ggmodules.runtime.security import Security
 from ggmodules.server.registry.binder import ModuleStoreBinder
-from tests.harness import Suite
+from tests.harness import CREDENTIALS, Suite
 from tests.registry.builders import refused
 
 
@@ -21,7 +22,9 @@ def test_r47_a_modulestore_refusal_is_passed_on_as_modulestore_gave_it(
         run_id="run-refusals00", agent_id="coder-0", profile="coder", cause="open"
     )
     direct = refused(modulestore.BindInstance, request)
-    binder = ModuleStoreBinder(suite.modulestore.address, structlog.get_logger())
+    binder = ModuleStoreBinder(
+        suite.modulestore.address, structlog.get_logger(), Security(service_token=CREDENTIALS.service)
+    )
 
     async def bind() -> None:
         try:

@@ -20,15 +20,13 @@ import grpc
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
-from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from ggmodules.runtime.channels import BALANCING_OPTIONS, MESSAGE_LIMITS, channel_target
+from ggmodules.runtime.channels import BALANCING_OPTIONS, channel_target
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
-from tests.harness import ServiceProcess, drop_database, new_database_url, status_of
+from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, status_of, stubs
 from tests.load.crowd import ABORTED_RETRIES, Tally
 
 NATS_URL = "nats://127.0.0.1:4222"
@@ -133,15 +131,15 @@ class Cluster:
 
     def channel(self, address: str) -> grpc.Channel:
         """A channel to one replica, or to several (comma-separated) spread by round_robin."""
-        ch = grpc.insecure_channel(channel_target(address), options=[*MESSAGE_LIMITS, *BALANCING_OPTIONS])
+        ch = open_channel(channel_target(address), options=BALANCING_OPTIONS)
         self.channels.append(ch)
         return ch
 
     def stubs(self, replica: int) -> tuple[Any, Any, Any, Any]:
         """Registry, ModuleStore, Transfer and Telemetry stubs on replica `replica` of each."""
         return (
-            reg_grpc.RegistryServiceStub(self.channel(self.registry.processes[replica].address)),
-            ms_grpc.ModuleStoreServiceStub(self.channel(self.modulestore.processes[replica].address)),
+            stubs(self.channel(self.registry.processes[replica].address), "registry"),  # public and internal
+            stubs(self.channel(self.modulestore.processes[replica].address), "modulestore"),
             tr_grpc.TransferServiceStub(self.channel(self.transfer.processes[replica].address)),
             tel_grpc.TelemetryServiceStub(self.channel(self.telemetry.processes[replica].address)),
         )
@@ -155,8 +153,8 @@ class Cluster:
     def spread(self) -> tuple[Any, Any, Any]:
         """Registry, ModuleStore and Transfer stubs each over every replica (comma-separated addresses)."""
         return (
-            reg_grpc.RegistryServiceStub(self.channel(self.registry.addresses)),
-            ms_grpc.ModuleStoreServiceStub(self.channel(self.modulestore.addresses)),
+            stubs(self.channel(self.registry.addresses), "registry"),
+            stubs(self.channel(self.modulestore.addresses), "modulestore"),
             tr_grpc.TransferServiceStub(self.channel(self.transfer.addresses)),
         )
 
@@ -173,7 +171,8 @@ class Cluster:
 def ask_failing_over(tally: Tally, method: Callable[..., Any], request: Any) -> Any | None:
     """As tests.load.crowd.ask, and an UNAVAILABLE answer (the replica died mid-call) is sent again with the
     same request id: the channel's other replica takes it."""
-    name = getattr(method, "_method", b"").decode().rsplit("/", 1)[-1] or type(request).__name__
+    path = getattr(method, "_method", b"")  # bytes on a plain channel, str through an interceptor
+    name = (path.decode() if isinstance(path, bytes) else path).rsplit("/", 1)[-1] or type(request).__name__
     unavailable = 0
     for _ in range(ABORTED_RETRIES + UNAVAILABLE_RETRIES):
         try:

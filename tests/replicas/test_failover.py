@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import grpc
-
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from tests.harness import ServiceProcess, drop_database, needs_postgres, new_database_url
+from tests.harness import ServiceProcess, drop_database, needs_postgres, new_database_url, open_channel
 from tests.registry.builders import create_run, full_profile
 
 BEFORE, AFTER = 4, 12
@@ -26,7 +24,7 @@ def test_registry_whose_modulestore_replica_died_keeps_working_through_the_other
         both = ",".join(p.address for p in started)
         registry_process = ServiceProcess("registry", *common, "--modulestore-address", both)
         started.append(registry_process)
-        with grpc.insecure_channel(registry_process.address) as channel:
+        with open_channel(registry_process.address) as channel:
             registry = reg_grpc.RegistryServiceStub(channel)
             run = create_run(registry, full_profile("planner"))
 

@@ -24,7 +24,7 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import grpc
@@ -39,7 +39,7 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
-from tests.harness import NO_POSTGRES, POSTGRES_URL, ServiceProcess
+from tests.harness import NO_POSTGRES, POSTGRES_URL, ServiceProcess, open_channel
 from tests.load.crowd import SIX, Client, Tally, ask, crowd
 from tests.load.test_crowd import _run as crowd_run
 from tests.replicas.cluster import (
@@ -290,7 +290,7 @@ def phase2(cluster: Cluster, phase1: Phase1) -> Phase2:
     killer = threading.Thread(target=kill_mid_workload)
     killer.start()
     # The lone transfer goes to the Transfer replica that dies under it; nobody sends it again.
-    with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
+    with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
         TransferServiceStub(channel).Exec(doomed_request, timeout=30)
     doomed.proc.wait(15)
     died = time.monotonic()
@@ -315,7 +315,8 @@ def phase2(cluster: Cluster, phase1: Phase1) -> Phase2:
     reader.join(30)
 
     # The SDK given a dead and a live replica of each service works through the live one.
-    dead_and_live = ClientConfig(
+    dead_and_live = replace(
+        ClientConfig.from_env(),  # the harness's operator credential
         registry=f"{killed[1].address},{cluster.registry.addresses}",
         modulestore=f"{killed[0].address},{cluster.modulestore.addresses}",
         transfer=f"{killed[2].address},{cluster.transfer.addresses}",

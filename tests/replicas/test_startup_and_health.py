@@ -11,7 +11,6 @@ import sys
 import threading
 from pathlib import Path
 
-import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from sqlalchemy import create_engine
@@ -19,7 +18,15 @@ from sqlalchemy.engine import make_url
 
 from ggmodules.runtime.channels import channel_target
 from ggmodules.storage.migrations import head_revision
-from tests.harness import ROOT, ServiceProcess, _admin, drop_database, needs_postgres, new_database_url
+from tests.harness import (
+    ROOT,
+    ServiceProcess,
+    _admin,
+    drop_database,
+    needs_postgres,
+    new_database_url,
+    open_channel,
+)
 
 REPLICAS = 8
 
@@ -75,7 +82,7 @@ def test_health_is_not_serving_while_the_database_is_unreachable_and_serving_onc
     url = new_database_url("postgres", "h9rep_health", tmp_path)
     proc = ServiceProcess("registry", "--database-url", url, "--log-level", "warning")
     try:
-        with grpc.insecure_channel(proc.address) as channel:
+        with open_channel(proc.address) as channel:
             stub = health_pb2_grpc.HealthStub(channel)
             check = health_pb2.HealthCheckRequest(service="ggmodules.registry.v1.RegistryService")
             assert stub.Check(check, timeout=5).status == health_pb2.HealthCheckResponse.SERVING

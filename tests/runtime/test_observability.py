@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-import grpc
 import pytest
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
@@ -24,18 +23,27 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc
-from ggmodules.runtime.channels import MESSAGE_LIMITS
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.observability import Observe, install_client_tracing
 from ggmodules.sdk import Client, Edge, Fsm, Memories, Profile, RunNotFoundError
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
-from tests.harness import InProcessService, InProcessTelemetry, LoopThread, ServiceProcess, new_database_url
+from tests.harness import (
+    InProcessService,
+    InProcessTelemetry,
+    LoopThread,
+    ServiceProcess,
+    new_database_url,
+    open_channel,
+    service_config,
+)
 
 SERVICES = {
     "ggmodules.transfer.v1.TransferService": "transfer",
     "ggmodules.registry.v1.RegistryService": "registry",
     "ggmodules.modulestore.v1.ModuleStoreService": "modulestore",
+    # The services' calls to each other (a transfer's steps) are on the internal surface.
+    "ggmodules.internal.v1.RegistryInternalService": "registry",
+    "ggmodules.internal.v1.ModuleStoreInternalService": "modulestore",
 }
 
 
@@ -60,7 +68,7 @@ def observed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Observed]:
     install_client_tracing(provider)
     observe = Observe(tracer_provider=provider, metrics_port=0)
     loop = LoopThread()
-    base = ServiceConfig(service="modulestore", port=0, log_level="warning")
+    base = service_config("modulestore")
 
     def url(name: str) -> str:
         return new_database_url("sqlite", name, directory)
@@ -189,15 +197,15 @@ def test_each_service_serves_rate_errors_latency_and_its_gauges(observed: Observ
 
     assert observed.modulestore.running.metrics is not None
     modulestore = _scrape(observed.modulestore.running.metrics.address)
-    handover = "/ggmodules.modulestore.v1.ModuleStoreService/Handover"
+    handover = "/ggmodules.internal.v1.ModuleStoreInternalService/Handover"
     assert _value(modulestore, "ggmodules_rpc_requests_total", method=handover, code="OK") >= 1
     # Telemetry follows ModuleStore's outbox: one open WatchOutbox stream.
     assert _value(modulestore, "ggmodules_subscribers",
-                  method="/ggmodules.common.v1.OutboxService/WatchOutbox") == 1
+                  method="/ggmodules.internal.v1.OutboxService/WatchOutbox") == 1
 
     telemetry_address = observed.telemetry.running.metrics
     assert telemetry_address is not None
-    with grpc.insecure_channel(observed.telemetry.address, options=list(MESSAGE_LIMITS)) as channel:
+    with open_channel(observed.telemetry.address) as channel:
         stub = telemetry_service_pb2_grpc.TelemetryServiceStub(channel)
         stream = stub.Subscribe(tel.SubscribeRequest(run_id=run_id, heartbeat_ms=50))
         next(stream)  # the server is streaming to us: the subscriber is counted
@@ -213,7 +221,7 @@ def test_the_flags_turn_traces_and_metrics_on_in_a_service_process(tmp_path: Pat
     db = f"sqlite:///{tmp_path / 'registry.db'}"
     plain = ServiceProcess("registry", "--database-url", db)
     try:
-        with grpc.insecure_channel(plain.address) as channel:
+        with open_channel(plain.address) as channel:
             registry_service_pb2_grpc.RegistryServiceStub(channel).ListRuns(reg.ListRunsRequest())
     finally:
         assert plain.terminate() == 0
@@ -226,7 +234,7 @@ def test_the_flags_turn_traces_and_metrics_on_in_a_service_process(tmp_path: Pat
         assert service.proc.stdout is not None
         line = service.proc.stdout.readline()
         assert line.startswith("metrics registry 127.0.0.1:"), line
-        with grpc.insecure_channel(service.address) as channel:
+        with open_channel(service.address) as channel:
             stub = registry_service_pb2_grpc.RegistryServiceStub(channel)
             stub.ListRuns(reg.ListRunsRequest())
         series = _scrape(line.split()[2])

@@ -12,7 +12,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from ggmodules.runtime.config import ServiceConfig
-from tests.harness import ServiceProcess
+from tests.harness import ServiceProcess, open_channel
 
 
 @pytest.fixture()
@@ -24,7 +24,7 @@ def modulestore_process(tmp_path: Path):
 
 
 def test_health_reports_serving_for_the_server_and_each_service(modulestore_process: ServiceProcess) -> None:
-    with grpc.insecure_channel(modulestore_process.address) as ch:
+    with open_channel(modulestore_process.address) as ch:
         health = health_pb2_grpc.HealthStub(ch)
         for name in ("", "ggmodules.modulestore.v1.ModuleStoreService"):
             resp = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=5)
@@ -35,7 +35,7 @@ def test_health_reports_serving_for_the_server_and_each_service(modulestore_proc
 
 
 def test_reflection_lists_the_service_for_generic_clients(modulestore_process: ServiceProcess) -> None:
-    with grpc.insecure_channel(modulestore_process.address) as ch:
+    with open_channel(modulestore_process.address) as ch:
         stub = reflection_pb2_grpc.ServerReflectionStub(ch)
         req = reflection_pb2.ServerReflectionRequest(list_services="")
         names = {

@@ -16,12 +16,11 @@ from ggmodules.common.v1 import outbox_service_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2
 from ggmodules.runtime.channels import SERVICE_CHANNEL_OPTIONS, SERVICE_CONFIG, SERVICE_CONFIG_PATH
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.sdk import Client, RetryPolicy
 from ggmodules.sdk.channels import sdk_service_config
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2
-from tests.harness import InProcessService, Suite, drop_database, new_database_url
+from tests.harness import InProcessService, Suite, drop_database, new_database_url, service_config
 from tests.sdk.conftest import PROFILES
 from tests.sdk.flaky import FlakyProxy
 
@@ -81,7 +80,7 @@ def test_r49_a_sibling_call_answered_unavailable_is_retried_by_the_calling_servi
     proxy = FlakyProxy(suite.modulestore.address, fail=2, methods=("BindInstance",))
     url = new_database_url(suite.backend, "h12c-registry", tmp_path)
     registry = InProcessService(suite.loop, replace(
-        ServiceConfig(service="registry", port=0, log_level="warning"), database_url=url,
+        service_config("registry"), database_url=url,
         modulestore_address=proxy.address))
     try:
         with Client(registry.address, suite.modulestore.address) as gg:

@@ -15,7 +15,6 @@ import pytest
 
 from ggmodules.common.v1 import common_pb2
 from ggmodules.core.telemetry.streams import Retention
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.sdk import (
     Agent,
     AsyncClient,
@@ -29,7 +28,14 @@ from ggmodules.sdk import (
     TurnOutOfOrderError,
 )
 from ggmodules.telemetry.v1 import telemetry_pb2
-from tests.harness import InProcessTelemetry, ServiceProcess, Suite, drop_database, new_database_url
+from tests.harness import (
+    InProcessTelemetry,
+    ServiceProcess,
+    Suite,
+    drop_database,
+    new_database_url,
+    service_config,
+)
 from tests.sdk.conftest import PROFILES
 
 CODER = Profile("coder", tasks=True, archive=True)
@@ -132,9 +138,8 @@ def test_r33_a_cursor_older_than_retention_is_a_typed_cursor_expired_error(
     suite: Suite, tmp_path: Path
 ) -> None:
     url = new_database_url(suite.backend, "h12c-small-telemetry", tmp_path)
-    config = ServiceConfig(service="telemetry", port=0, log_level="warning", database_url=url,
-                           modulestore_address=suite.modulestore.address,
-                           registry_address=suite.registry.address)
+    config = service_config("telemetry", database_url=url, modulestore_address=suite.modulestore.address,
+                            registry_address=suite.registry.address)
     small = InProcessTelemetry(suite.loop, config, retention=Retention(10))
     try:
         with Client(suite.registry.address, suite.modulestore.address, telemetry=small.address) as gg:

@@ -19,8 +19,6 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from ggmodules.runtime.channels import MESSAGE_LIMITS
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from tests.harness import (
@@ -30,6 +28,9 @@ from tests.harness import (
     ServiceProcess,
     drop_database,
     new_database_url,
+    open_channel,
+    service_config,
+    stubs,
 )
 
 DEADLINE = 15.0
@@ -58,7 +59,7 @@ class Rig:
             name: new_database_url(backend, name, directory)
             for name in ("modulestore", "registry", "telemetry")
         }
-        base = ServiceConfig(service="modulestore", port=0, log_level="warning")
+        base = service_config("modulestore")
         self.modulestore = InProcessService(
             self.loop, replace(base, service="modulestore", database_url=self.urls["modulestore"])
         )
@@ -111,16 +112,16 @@ class Rig:
 
     def channel(self, address: str) -> grpc.Channel:
         if address not in self._channels:
-            self._channels[address] = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
+            self._channels[address] = open_channel(address)
         return self._channels[address]
 
     @property
     def ms(self) -> ms_grpc.ModuleStoreServiceStub:
-        return ms_grpc.ModuleStoreServiceStub(self.channel(self.modulestore.address))
+        return stubs(self.channel(self.modulestore.address), "modulestore")
 
     @property
     def reg(self) -> reg_grpc.RegistryServiceStub:
-        return reg_grpc.RegistryServiceStub(self.channel(self.registry.address))
+        return stubs(self.channel(self.registry.address), "registry")
 
     @property
     def tel(self) -> tel_grpc.TelemetryServiceStub:

@@ -16,7 +16,7 @@ import pytest
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.storage.outbox import MAX_BATCH_BYTES

@@ -19,7 +19,7 @@ from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import SqlEventLog
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
-from tests.harness import status_of
+from tests.harness import credit, status_of
 from tests.modulestore.plans import new_run, open_agent
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import InProcessTelemetry, Rig, StreamEnded, is_write_of
@@ -222,6 +222,7 @@ def test_report_turn_is_stored_once_on_the_agents_stream(rig: Rig) -> None:
 
 
 def test_report_turn_refuses_an_unknown_kind(rig: Rig) -> None:
+    credit("run-x", "coder-0")  # a valid credential: the kind is what is refused
     with pytest.raises(grpc.RpcError) as caught:
         rig.tel.ReportTurn(
             tel.ReportTurnRequest(

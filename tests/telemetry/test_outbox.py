@@ -9,7 +9,7 @@ import grpc
 import pytest
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from tests.harness import status_of
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import Rig, Subscription, is_write_of

@@ -19,8 +19,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.core.heartbeats import MIN_HEARTBEAT_MS
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox

@@ -17,7 +17,7 @@ import pytest
 from sqlalchemy import func, select
 
 from ggmodules.common.v1 import outbox_service_pb2 as ob
-from ggmodules.common.v1 import outbox_service_pb2_grpc as ob_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, status_of

@@ -12,14 +12,12 @@ import grpc
 import pytest
 
 from ggmodules.common.v1 import outbox_service_pb2 as opb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as opb_grpc
 from ggmodules.core.telemetry.streams import Retention
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as opb_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from ggmodules.runtime.channels import MESSAGE_LIMITS
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from tests.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url, needs_nats
@@ -30,6 +28,9 @@ from tests.harness import (
     drop_database,
     needs_postgres,
     new_database_url,
+    open_channel,
+    service_config,
+    stubs,
 )
 from tests.registry.builders import create_run, full_profile, open_instance, store_ids
 from tests.telemetry.rig import DEADLINE, Rig, Subscription, is_write_of
@@ -51,7 +52,7 @@ class Replicas:
         self.loop = LoopThread()
         self.urls = [new_database_url("postgres", name, directory) for name in ("h9log_ms", "h9log_reg")]
         self.event_log = event_log
-        base = ServiceConfig(service="modulestore", port=0, log_level="warning", database_url=self.urls[0])
+        base = service_config("modulestore", database_url=self.urls[0])
         self.ms = [InProcessService(self.loop, base), InProcessService(self.loop, base)]
         self.registry = InProcessService(
             self.loop,
@@ -67,10 +68,8 @@ class Replicas:
         url = new_database_url("postgres", "h9log_tel", Path("."))
         self.urls.append(url)
         for store in self.ms:
-            config = ServiceConfig(
-                service="telemetry",
-                port=0,
-                log_level="warning",
+            config = service_config(
+                "telemetry",
                 database_url=url,
                 modulestore_address=store.address,
                 registry_address=self.registry.address,
@@ -82,16 +81,16 @@ class Replicas:
             assert listener is None or listener.listening.wait(DEADLINE)
 
     def channel(self, address: str) -> grpc.Channel:
-        ch = grpc.insecure_channel(address, options=list(MESSAGE_LIMITS))
+        ch = open_channel(address)
         self._channels.append(ch)
         return ch
 
     def ms_stub(self, i: int) -> ms_grpc.ModuleStoreServiceStub:
-        return ms_grpc.ModuleStoreServiceStub(self.channel(self.ms[i].address))
+        return stubs(self.channel(self.ms[i].address), "modulestore")  # type: ignore[no-any-return]
 
     @property
     def reg(self) -> reg_grpc.RegistryServiceStub:
-        return reg_grpc.RegistryServiceStub(self.channel(self.registry.address))
+        return stubs(self.channel(self.registry.address), "registry")  # type: ignore[no-any-return]
 
     def subscribe(self, i: int, run_id: str, agent_id: str) -> Subscription:
         stub = tel_grpc.TelemetryServiceStub(self.channel(self.telemetry[i].address))

@@ -21,7 +21,7 @@ from ggmodules.registry.v1 import registry_pb2
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
-from tests.harness import drop_database, new_database_url, status_of
+from tests.harness import credit, drop_database, new_database_url, status_of
 from tests.registry.builders import create_run, full_profile, open_instance, profile, store_ids
 from tests.telemetry.rig import InProcessTelemetry, Rig
 
@@ -90,6 +90,9 @@ def test_r43_a_figure_for_the_archive_is_refused_as_none_by_construction(rig: Ri
 
 def test_r47_a_report_for_an_agent_no_one_knows_is_refused_not_found(rig: Rig) -> None:
     agent = coder(rig)
+    # Valid credentials for agents the suite never opened: what is refused is the agent, not the caller.
+    credit(agent.run_id, "ghost-0")
+    credit("run-000000000000", agent.agent_id)
 
     code, reason, metadata, message = refusal(rig, agent.run_id, "ghost-0", 1)
     assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND")
@@ -188,6 +191,7 @@ def test_r47_an_agent_not_ingested_yet_is_confirmed_with_the_registry(lagging: R
     run = create_run(lagging.reg, full_profile("coder"), profile("lean")).run_id
     agent = open_instance(lagging.reg, run, "coder")
     lean = open_instance(lagging.reg, run, "lean")
+    credit(run, "ghost-0")
     code, reason, _, message = refusal(lagging, run, "ghost-0", 1)
     assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND") and "Registry" in message
     assert repo.agent(run, agent.agent_id) is None  # its roster has not reached Telemetry
@@ -215,6 +219,7 @@ def test_r47_an_agent_not_ingested_while_the_registry_is_down_is_unavailable_and
     )
     try:
         lagging.telemetry = InProcessTelemetry(lagging.loop, config, None)
+        credit("run-000000000001", "coder-0")
         code, reason, metadata, message = refusal(lagging, "run-000000000001", "coder-0", 1, request_id="t1")
         assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
         assert metadata["dependency"] == "Registry"

@@ -20,7 +20,7 @@ from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
-from tests.harness import ServiceProcess, Suite, drop_database, new_database_url
+from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
 from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile
 from tests.transfer.flows import (
     events_after,
@@ -87,7 +87,7 @@ def test_r27_sigkill_after_each_step_then_restart_completes_exactly_once(
     method, request = ask(mode, run.run_id, planner.agent_id)
 
     doomed = start_transfer(suite, transfer_database, crash_after=step)
-    with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError) as died:
+    with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError) as died:
         getattr(TransferServiceStub(channel), method)(request, timeout=30)
     assert died.value.code() == grpc.StatusCode.UNAVAILABLE
     assert doomed.proc.wait(15) == -9  # SIGKILL, by its own hand
@@ -98,7 +98,7 @@ def test_r27_sigkill_after_each_step_then_restart_completes_exactly_once(
 
     restarted = start_transfer(suite, transfer_database)
     try:
-        with grpc.insecure_channel(restarted.address) as channel:
+        with open_channel(restarted.address) as channel:
             stub = TransferServiceStub(channel)
             answer = getattr(stub, method)(request, timeout=30).transfer
             again = getattr(stub, method)(request, timeout=30).transfer
@@ -137,7 +137,7 @@ def test_r27_a_refusal_met_when_resuming_before_step_3_releases_the_reservation(
         request_id=f"{run.run_id}/late", run_id=run.run_id, agent_id=planner.agent_id, profile="coder"
     )
     doomed = start_transfer(suite, transfer_database, crash_after=2)
-    with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
+    with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
         TransferServiceStub(channel).Exec(request, timeout=30)
     doomed.proc.wait(15)
     history = svc.HandoverKind(
@@ -158,7 +158,7 @@ def test_r27_a_refusal_met_when_resuming_before_step_3_releases_the_reservation(
 
     restarted = start_transfer(suite, transfer_database)
     try:
-        with grpc.insecure_channel(restarted.address) as channel:
+        with open_channel(restarted.address) as channel:
             code, reason, _ = refused(lambda: TransferServiceStub(channel).Exec(request, timeout=30))
     finally:
         restarted.terminate()

@@ -20,7 +20,7 @@ import pytest
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
-from tests.harness import ServiceProcess, Suite, drop_database, new_database_url
+from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
 from tests.registry.builders import create_run, full_profile, open_instance
 from tests.transfer.flows import events_after, head, instance, instance_ids, shape
 
@@ -54,7 +54,7 @@ def test_r27_the_same_transfer_sent_to_two_replicas_at_once_is_applied_once_with
     first, second = replica(suite, journal), replica(suite, journal)
     answers: dict[tuple[str, int], Any] = {}
     try:
-        channels = [grpc.insecure_channel(first.address), grpc.insecure_channel(second.address)]
+        channels = [open_channel(first.address), open_channel(second.address)]
         stubs = [TransferServiceStub(ch) for ch in channels]
 
         def send(planner: Any, i: int, together: threading.Barrier) -> None:
@@ -104,11 +104,11 @@ def test_r27_a_replica_killed_mid_transfer_leaves_it_to_the_other_which_finishes
     survivor = replica(suite, journal)
     doomed = replica(suite, journal, env={CRASH: str(step)})
     try:
-        with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError) as died:
+        with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError) as died:
             TransferServiceStub(channel).Exec(request, timeout=30)
         assert died.value.code() == grpc.StatusCode.UNAVAILABLE
         assert doomed.proc.wait(15) == -9
-        with grpc.insecure_channel(survivor.address) as channel:
+        with open_channel(survivor.address) as channel:
             stub = TransferServiceStub(channel)
             look = tr.GetTransferRequest(run_id=run.run_id, request_id=request.request_id)
             end = time.monotonic() + TAKEOVER_SECONDS

@@ -16,9 +16,7 @@ from typing import Any
 import grpc
 import pytest
 
-from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
@@ -29,6 +27,9 @@ from tests.harness import (
     ServiceProcess,
     drop_database,
     new_database_url,
+    open_channel,
+    service_config,
+    stubs,
 )
 from tests.registry.builders import create_run, full_profile, open_instance
 from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
@@ -90,9 +91,8 @@ class Cluster:
     def transfer_in_process(self) -> str:
         self.urls.setdefault("transfer", new_database_url(self.backend, "transfer", self.directory))
         self.loop = LoopThread()
-        config = ServiceConfig(
-            service="transfer",
-            log_level="warning",
+        config = service_config(
+            "transfer",
             database_url=self.urls["transfer"],
             registry_address=self.address("registry"),
             modulestore_address=self.address("modulestore"),
@@ -101,7 +101,7 @@ class Cluster:
         return self.in_process.address
 
     def stub(self, kind: Any, address: str) -> Any:
-        channel = grpc.insecure_channel(address)
+        channel = open_channel(address)
         self.channels.append(channel)
         return kind(channel)
 
@@ -167,7 +167,7 @@ def _exactly_once(modulestore: Any, registry: Any, run_id: str, planner: Any, do
 
 def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(cluster: Cluster) -> None:
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     transfer = cluster.stub(TransferServiceStub, cluster.transfer_in_process())
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
@@ -195,7 +195,7 @@ def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(clus
 
 def test_registry_unreachable_at_the_start_then_a_retry_completes(cluster: Cluster) -> None:
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     transfer = cluster.stub(TransferServiceStub, cluster.transfer_in_process())
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
@@ -219,7 +219,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
     """Handed over (step 3), then Transfer dies and Registry is away: the restarted Transfer answers
     UNAVAILABLE, and completes the transfer (never undoes it) once Registry returns."""
     registry = cluster.stub(RegistryServiceStub, cluster.address("registry"))
-    modulestore = cluster.stub(ModuleStoreServiceStub, cluster.address("modulestore"))
+    modulestore = cluster.stub(lambda ch: stubs(ch, "modulestore"), cluster.address("modulestore"))
     run = create_run(registry, full_profile("planner"), full_profile("coder"))
     planner = open_instance(registry, run.run_id, "planner")
     since = head(modulestore)
@@ -227,7 +227,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
         request_id="forward", run_id=run.run_id, agent_id=planner.agent_id, profile="coder"
     )
     doomed = cluster.transfer_process(crash_after=3)
-    with grpc.insecure_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
+    with open_channel(doomed.address) as channel, pytest.raises(grpc.RpcError):
         TransferServiceStub(channel).Exec(request, timeout=30)
     doomed.proc.wait(15)
     assert instance_ids(registry, run.run_id) == [planner.agent_id]  # handed over, not yet visible

@@ -13,6 +13,7 @@ from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
+from tests.harness import credit
 from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
 from tests.transfer.flows import (
     events_after,
@@ -392,6 +393,9 @@ def test_refusals_change_nothing(registry: Any, modulestore: Any, transfer: Any)
     outside = open_instance(registry, loose.run_id, "planner")
     since = head(modulestore)
 
+    # Valid credentials for an agent and a run Registry does not know: what is refused is the agent, the run.
+    credit(run.run_id, "ghost-0")
+    credit("run-000000000000", planner.agent_id)
     cases = [
         (lambda: transition(transfer, run.run_id, planner.agent_id, "plan"), "NO_SUCH_EDGE", "'code'"),
         (lambda: transition(transfer, loose.run_id, outside.agent_id, "code"), "NOT_IN_FSM", "no FSM"),

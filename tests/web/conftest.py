@@ -12,17 +12,15 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-import grpc
 import pytest
 from playwright.sync_api import Browser, Page, sync_playwright
 
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.sdk import Client
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
 from tests.console.runs import Run, Stubs
-from tests.harness import ROOT, ServiceProcess, processes
+from tests.harness import ROOT, ServiceProcess, open_channel, processes
+from tests.harness import stubs as harness_stubs
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [
@@ -37,13 +35,13 @@ SCREENSHOTS = ROOT / "services" / "ggmodules" / "web" / "screenshots"
 class WebConsole:
     """`ggmodules web --port 0` as its own process; its address from its ready line."""
 
-    def __init__(self, telemetry: str, *extra: str) -> None:
+    def __init__(self, telemetry: str, *extra: str, env: dict[str, str] | None = None) -> None:
         self._log = tempfile.NamedTemporaryFile(prefix="web-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "ggmodules.cli.main", "web", "--port", "0",
              "--telemetry-address", telemetry, *extra],
             stdout=subprocess.PIPE, stderr=self._log, text=True, cwd=ROOT,
-            env={k: v for k, v in os.environ.items() if k != "GGMODULES_TOKEN"},
+            env={**{k: v for k, v in os.environ.items() if k != "GGMODULES_TOKEN"}, **(env or {})},
         )
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -88,10 +86,10 @@ def web_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
                        "--registry-address", reg.address)),
     ) as (tr, tel):
         stubs = Stubs(
-            registry_service_pb2_grpc.RegistryServiceStub(grpc.insecure_channel(reg.address)),
-            modulestore_service_pb2_grpc.ModuleStoreServiceStub(grpc.insecure_channel(ms.address)),
-            transfer_service_pb2_grpc.TransferServiceStub(grpc.insecure_channel(tr.address)),
-            telemetry_service_pb2_grpc.TelemetryServiceStub(grpc.insecure_channel(tel.address)),
+            harness_stubs(open_channel(reg.address), "registry"),  # public and internal RPCs
+            harness_stubs(open_channel(ms.address), "modulestore"),
+            transfer_service_pb2_grpc.TransferServiceStub(open_channel(tr.address)),
+            telemetry_service_pb2_grpc.TelemetryServiceStub(open_channel(tel.address)),
         )
         web = WebConsole(tel.address)
         try:

@@ -12,6 +12,7 @@ from grpc_status import rpc_status
 from ggmodules.sdk.agent import AsyncAgent
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
@@ -30,19 +31,25 @@ class _Channels:
     def get(self) -> Stubs:
         if self.stubs is None:
             interceptors = self._interceptors or None
-            self.stubs = Stubs(self._config, lambda address, options: grpc.aio.insecure_channel(
-                address, options=options, interceptors=interceptors))
+            tls = self._config.channel_credentials()
+
+            def open_channel(address: str, options: list[tuple[str, Any]]) -> Any:
+                if tls is not None:
+                    return grpc.aio.secure_channel(address, tls, options=options, interceptors=interceptors)
+                return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
+
+            self.stubs = Stubs(self._config, open_channel)
         return self.stubs
 
 
 class AsyncTransport(TransportBase):
     def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
-                 channels: _Channels | None = None) -> None:
-        super().__init__(config)
+                 channels: _Channels | None = None, wallet: Wallet | None = None) -> None:
+        super().__init__(config, wallet)
         self._channels = channels or _Channels(config, interceptors)
 
     def derive(self, config: ClientConfig) -> AsyncTransport:
-        return AsyncTransport(config, channels=self._channels)
+        return AsyncTransport(config, channels=self._channels, wallet=self.wallet)
 
     def agent(self, instance: Instance) -> AsyncAgent:
         return AsyncAgent(self, instance)
@@ -54,7 +61,9 @@ class AsyncTransport(TransportBase):
         method = self._channels.get().method(plan, self._config.retry)
         call = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
         try:
-            return plan.convert(await call)
+            response = await call
+            self.wallet.learn(plan.method, response)
+            return plan.convert(response)
         except grpc.aio.AioRpcError as err:
             raise error_from_status(err.code(), err.details(), await _rich_status(call),
                                     attempts=self._attempts(plan, err.code())) from err
@@ -62,7 +71,7 @@ class AsyncTransport(TransportBase):
     def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
         """A server stream without a deadline: an async iterator of responses that is also the call."""
         return getattr(self._channels.get().stub(service, None), method)(
-            request, metadata=(*self._config.metadata, *metadata))
+            request, metadata=self._stream_metadata(method, request, metadata))
 
     @staticmethod
     async def raise_typed(call: Any, err: grpc.aio.AioRpcError) -> None:

@@ -14,6 +14,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
+from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance, Transfer
 
@@ -39,6 +40,9 @@ _UNSET: Any = object()
 
 class Transport(Protocol):
     """What executes plans: `ggmodules.sdk.transport.SyncTransport` or `.aio_transport.AsyncTransport`."""
+
+    # The credentials held (ggmodules.sdk.credentials.Wallet), shared with every derived transport.
+    wallet: Wallet
 
     @property
     def config(self) -> ClientConfig: ...

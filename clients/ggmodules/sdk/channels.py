@@ -21,6 +21,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.channels import SERVICE_CONFIG, channel_target
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
+from ggmodules.sdk.credentials import Wallet, bearer
 from ggmodules.sdk.plans import Plan
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
@@ -86,16 +87,22 @@ class Stubs:
 
 
 class TransportBase:
-    def __init__(self, config: ClientConfig) -> None:
+    def __init__(self, config: ClientConfig, wallet: Wallet | None = None) -> None:
         self._config = config
+        # Shared by every transport derived from this one: agents opened through one are known to all.
+        self.wallet = wallet or Wallet(config.operator_credential)
 
     @property
     def config(self) -> ClientConfig:
         return self._config
 
     def _headers(self, plan: Plan[Any]) -> Headers:
-        """The metadata of a call (every attempt gRPC makes sends the same)."""
-        return plan.headers(self._config.metadata)
+        """The metadata of a call, its credential included (every attempt gRPC makes sends the same)."""
+        return plan.headers((*self._config.metadata, *bearer(self.wallet.pick(plan.method, plan.request))))
+
+    def _stream_metadata(self, method: str, request: Any, metadata: Headers) -> Headers:
+        """The metadata of a server stream: the client's, the credential `method` carries, the caller's."""
+        return (*self._config.metadata, *bearer(self.wallet.pick(method, request)), *metadata)
 
     def _attempts(self, plan: Plan[Any], code: grpc.StatusCode) -> int:
         """How many attempts the channel's retry policy allowed a call that ended with `code`."""

@@ -39,7 +39,9 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel_pb
 
 def _config(registry: str | None, modulestore: str | None, transfer: str | None, telemetry: str | None,
             config: ClientConfig | None) -> ClientConfig:
-    config = config or ClientConfig()
+    """Without a config: `ClientConfig.from_env()`, so the operator credential and the CA that `ggmodules up`
+    wrote under ./var/ are used as they are."""
+    config = config or ClientConfig.from_env()
     return replace(config, registry=registry or config.registry,
                    modulestore=modulestore or config.modulestore, transfer=transfer or config.transfer,
                    telemetry=telemetry or config.telemetry)
@@ -81,6 +83,12 @@ class _Client(Bound[M]):
     inspect_modules = call(tel.inspect_modules)
     inspect_agents = call(tel.inspect_agents)
     get_store_detail = call(tel.get_store_detail)
+
+    def add_credential(self, run_id: str, agent_id: str, credential: str) -> None:
+        """Holds an agent's credential received elsewhere (e.g. from another process that opened it), so
+        `agent(run_id, agent_id)` writes as that agent. Credentials in this client's own answers are kept
+        without this."""
+        self._transport.wallet.add_agent(run_id, agent_id, credential)
 
 
 class Client(_Client[Sync]):

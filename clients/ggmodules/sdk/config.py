@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import grpc
@@ -15,6 +16,9 @@ DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
 DEFAULT_TRANSFER = "127.0.0.1:50053"
 DEFAULT_TELEMETRY = "127.0.0.1:50054"
+# What `ggmodules up` writes on its first start (relative to where it runs: the checkout).
+DEFAULT_OPERATOR_FILE = "var/auth/operator.jwt"
+DEFAULT_CA_FILE = "var/tls/ca.crt"
 
 
 def _seconds(duration: str) -> float:
@@ -95,6 +99,20 @@ class ClientConfig:
     # The services' own message-size limits, so a big window reads back whole (round_robin over replicas
     # comes with the service config, sdk/channels.py).
     channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
+    # Sent on every call not made as an agent (agents' credentials come with the answers that open them).
+    operator_credential: str = ""
+    # TLS: the CA that signed the services' certificates (PEM); empty = plaintext. A client certificate and
+    # key (PEM) for services that require one.
+    tls_ca_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+
+    def channel_credentials(self) -> grpc.ChannelCredentials | None:
+        if not self.tls_ca_file:
+            return None
+        cert = Path(self.tls_cert_file).read_bytes() if self.tls_cert_file else None
+        key = Path(self.tls_key_file).read_bytes() if self.tls_key_file else None
+        return grpc.ssl_channel_credentials(Path(self.tls_ca_file).read_bytes(), key, cert)
 
     @property
     def call_timeout(self) -> float:
@@ -104,7 +122,10 @@ class ClientConfig:
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> ClientConfig:
         """`GGMODULES_REGISTRY_ADDRESS`, `GGMODULES_MODULESTORE_ADDRESS`, `GGMODULES_TRANSFER_ADDRESS`,
-        `GGMODULES_TELEMETRY_ADDRESS`, `GGMODULES_TIMEOUT` (seconds)."""
+        `GGMODULES_TELEMETRY_ADDRESS`, `GGMODULES_TIMEOUT` (seconds); `GGMODULES_OPERATOR_CREDENTIAL` (the
+        credential itself) or `GGMODULES_OPERATOR_CREDENTIAL_FILE` (default ./var/auth/operator.jwt when it
+        exists); `GGMODULES_TLS_CA_FILE` (default ./var/tls/ca.crt when it exists; set it empty for
+        plaintext), `GGMODULES_TLS_CERT_FILE`, `GGMODULES_TLS_KEY_FILE`."""
         env = os.environ if env is None else env
         timeout = env.get("GGMODULES_TIMEOUT")
         return cls(
@@ -113,4 +134,19 @@ class ClientConfig:
             transfer=env.get("GGMODULES_TRANSFER_ADDRESS", DEFAULT_TRANSFER),
             telemetry=env.get("GGMODULES_TELEMETRY_ADDRESS", DEFAULT_TELEMETRY),
             timeout=float(timeout) if timeout else _default_timeout(),
+            operator_credential=operator_credential_from(env),
+            tls_ca_file=env.get("GGMODULES_TLS_CA_FILE", _if_exists(DEFAULT_CA_FILE)),
+            tls_cert_file=env.get("GGMODULES_TLS_CERT_FILE", ""),
+            tls_key_file=env.get("GGMODULES_TLS_KEY_FILE", ""),
         )
+
+
+def operator_credential_from(env: Mapping[str, str]) -> str:
+    if "GGMODULES_OPERATOR_CREDENTIAL" in env:
+        return env["GGMODULES_OPERATOR_CREDENTIAL"].strip()
+    path = env.get("GGMODULES_OPERATOR_CREDENTIAL_FILE", DEFAULT_OPERATOR_FILE)
+    return Path(path).read_text().strip() if path and Path(path).is_file() else ""
+
+
+def _if_exists(path: str) -> str:
+    return path if Path(path).is_file() else ""

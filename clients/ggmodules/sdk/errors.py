@@ -276,6 +276,43 @@ class MalformedRequestError(GGModulesError):
     REASON = "MALFORMED_REQUEST"
 
 
+class CredentialMissingError(GGModulesError):
+    """UNAUTHENTICATED: the call carried no credential. Give the client an operator credential
+    (`operator_credential=`, or `./var/operator.jwt` from `ggmodules up`); agent credentials come with the
+    answers that open agents."""
+
+    REASON = "CREDENTIAL_MISSING"
+
+
+class CredentialMalformedError(GGModulesError):
+    """UNAUTHENTICATED: the credential is not a well-formed JWT."""
+
+    REASON = "CREDENTIAL_MALFORMED"
+
+
+class CredentialInvalidError(GGModulesError):
+    """UNAUTHENTICATED: the credential's signature or claims do not verify (altered, or minted elsewhere)."""
+
+    REASON = "CREDENTIAL_INVALID"
+
+
+class CredentialExpiredError(GGModulesError):
+    """UNAUTHENTICATED: the credential has expired."""
+
+    REASON = "CREDENTIAL_EXPIRED"
+
+
+class RoleNotPermittedError(GGModulesError):
+    """PERMISSION_DENIED: the credential's role may not make this call (`metadata["allowed"]` lists the
+    roles that may)."""
+
+    REASON = "ROLE_NOT_PERMITTED"
+
+
+class AgentMismatchError(GGModulesError):
+    """PERMISSION_DENIED: the request names an acting agent other than the credential's."""
+
+    REASON = "AGENT_MISMATCH"
 class OutboxPrunedError(GGModulesError):
     """An outbox position older than what the outbox retains (ReadOutbox, WatchOutbox): resume after
     `oldest_origin_seq - 1` and expect a gap."""

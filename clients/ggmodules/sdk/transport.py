@@ -13,6 +13,7 @@ from grpc_status import rpc_status
 from ggmodules.sdk.agent import Agent
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
+from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
@@ -22,17 +23,19 @@ T = TypeVar("T")
 
 class SyncTransport(TransportBase):
     def __init__(self, config: ClientConfig, interceptors: Sequence[Any] = (), *,
-                 stubs: Stubs | None = None) -> None:
-        super().__init__(config)
+                 stubs: Stubs | None = None, wallet: Wallet | None = None) -> None:
+        super().__init__(config, wallet)
 
         def open_channel(address: str, options: list[tuple[str, Any]]) -> Any:
-            channel = grpc.insecure_channel(address, options=options)
+            tls = config.channel_credentials()
+            channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
+                       else grpc.insecure_channel(address, options=options))
             return grpc.intercept_channel(channel, *interceptors) if interceptors else channel
 
         self._stubs = stubs or Stubs(config, open_channel)
 
     def derive(self, config: ClientConfig) -> SyncTransport:
-        return SyncTransport(config, stubs=self._stubs)
+        return SyncTransport(config, stubs=self._stubs, wallet=self.wallet)
 
     def agent(self, instance: Instance) -> Agent:
         return Agent(self, instance)
@@ -41,6 +44,7 @@ class SyncTransport(TransportBase):
         method = self._stubs.method(plan, self._config.retry)
         try:
             response = method(plan.request, timeout=self._config.call_timeout, metadata=self._headers(plan))
+            self.wallet.learn(plan.method, response)
             return plan.convert(response)
         except grpc.RpcError as err:
             raise error_from_status(err.code(), err.details(), _rich_status(err),
@@ -50,7 +54,7 @@ class SyncTransport(TransportBase):
         """A server stream without a deadline: an iterator of responses that is also the call (`cancel()`).
         Its errors are `grpc.RpcError`s; `raise_typed` turns one into the SDK's exception."""
         call: Iterator[Any] = getattr(self._stubs.stub(service, None), method)(
-            request, metadata=(*self._config.metadata, *metadata))
+            request, metadata=self._stream_metadata(method, request, metadata))
         return call
 
     @staticmethod

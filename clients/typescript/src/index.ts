@@ -9,14 +9,19 @@
 //   streams get neither, and `subscribe` resumes from its cursor instead;
 // - a request id on every request that has a `requestId` field and none set (the same on every retry, so a
 //   mutation applies once, R49), echoed in the `x-request-id` header;
-// - credentials: `token` is sent as `authorization: Bearer <token>`; the credentials the services mint
-//   (a run's operator credential, an agent's, a successor's) are picked up from the answers and sent with
-//   later calls made for that run or as that agent. Each is sent only when non-empty;
+// - credentials (R50): `token` (default: GGMODULES_OPERATOR_CREDENTIAL, else the operator credential
+//   `ggmodules up` wrote to ./var/auth/operator.jwt) is sent as `authorization: Bearer <token>`; the
+//   credentials the services mint (a run's operator credential, an agent's, a successor's) are picked up
+//   from the answers. A call made as an agent (its request names the acting agent: `agentId`, or
+//   `parentAgentId` for SpawnSubagent) carries that agent's credential; any other call the token, else the
+//   run's operator credential. Each is sent only when non-empty;
+// - TLS when a CA is known: `caFile` (default: GGMODULES_TLS_CA_FILE, empty for plaintext, else
+//   ./var/tls/ca.crt when it exists);
 // - refusals as `GgError`, with the gRPC code name and the google.rpc.ErrorInfo reason (typed: the
 //   ErrorReason names) from the `grpc-status-details-bin` trailer.
 
 import { randomUUID } from "node:crypto";
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 
 import type { DescService } from "@bufbuild/protobuf";
 import { Code, ConnectError, createClient, type Client, type Interceptor } from "@connectrpc/connect";
@@ -56,8 +61,17 @@ export interface ClientOptions {
   modulestore?: string;
   transfer?: string;
   telemetry?: string;
-  /** Sent as `authorization: Bearer <token>` when no minted credential applies. */
+  /**
+   * Sent as `authorization: Bearer <token>` when no minted credential applies. Default: the environment's
+   * GGMODULES_OPERATOR_CREDENTIAL, else the file GGMODULES_OPERATOR_CREDENTIAL_FILE names, else
+   * ./var/auth/operator.jwt when it exists ("" sends none).
+   */
   token?: string;
+  /**
+   * The CA (PEM file) of the services' certificates: calls go over TLS when set. Default: the environment's
+   * GGMODULES_TLS_CA_FILE (empty: plaintext), else ./var/tls/ca.crt when it exists.
+   */
+  caFile?: string;
   /** Default: the suite's, read from `SERVICE_CONFIG_PATH`. */
   serviceConfig?: ServiceConfig;
 }
@@ -174,15 +188,49 @@ const requestIdInterceptor: Interceptor = (next) => async (req) => {
   return next(req);
 };
 
+/** What `ggmodules up` writes on its first start, relative to where it runs (the checkout). */
+export const DEFAULT_OPERATOR_FILE = "var/auth/operator.jwt";
+export const DEFAULT_CA_FILE = "var/tls/ca.crt";
+
+/** The operator credential from the environment or ./var/auth (see `ClientOptions.token`), or "". */
+export function defaultToken(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.GGMODULES_OPERATOR_CREDENTIAL !== undefined) return env.GGMODULES_OPERATOR_CREDENTIAL.trim();
+  const file = env.GGMODULES_OPERATOR_CREDENTIAL_FILE ?? DEFAULT_OPERATOR_FILE;
+  return file && existsSync(file) ? readFileSync(file, "utf8").trim() : "";
+}
+
+/** The CA file from the environment or ./var/tls (see `ClientOptions.caFile`), or "" for plaintext. */
+export function defaultCaFile(env: NodeJS.ProcessEnv = process.env): string {
+  if (env.GGMODULES_TLS_CA_FILE !== undefined) return env.GGMODULES_TLS_CA_FILE;
+  return existsSync(DEFAULT_CA_FILE) ? DEFAULT_CA_FILE : "";
+}
+
+/**
+ * The request field naming the acting agent, per method: the services take the acting agent from the
+ * credential and refuse a request naming another (PERMISSION_DENIED AGENT_MISMATCH).
+ */
+export const ACTING_FIELD: Readonly<Record<string, "agentId" | "parentAgentId">> = {
+  Write: "agentId", CallTool: "agentId", RenderPrompt: "agentId", SearchArchive: "agentId",
+  GetStore: "agentId", ForkInstance: "agentId", SpawnSubagent: "parentAgentId", Transition: "agentId",
+  Exec: "agentId", ReportTurn: "agentId",
+};
+
 /** The credentials this client holds: its own token, and those the services minted in their answers. */
 export class Credentials {
   readonly operators = new Map<string, string>();
+  /** Keyed by `${runId}/${agentId}`: an agent id is unique within its run only. */
   readonly agents = new Map<string, string>();
   constructor(public token = "") {}
 
-  /** The credential a call for `runId` (as `agentId`, when the request names one) carries, or "". */
-  for(runId: string, agentId: string): string {
-    return this.agents.get(`${runId}/${agentId}`) || this.operators.get(runId) || this.token;
+  /** The credential held for an agent of a run, or "". */
+  agent(runId: string, agentId: string): string {
+    return this.agents.get(`${runId}/${agentId}`) ?? "";
+  }
+
+  /** The credential a call carries: the acting agent's (when `actingAgentId` is given and held), else the
+   * token, else the run's operator credential, or "". */
+  for(runId: string, actingAgentId = ""): string {
+    return (actingAgentId && this.agent(runId, actingAgentId)) || this.token || this.operators.get(runId) || "";
   }
 
   /** Keeps the credentials an answer mints (empty while the suite runs without auth). */
@@ -204,10 +252,11 @@ export class Credentials {
 
 function credentialsInterceptor(credentials: Credentials): Interceptor {
   return (next) => async (req) => {
-    const message = req.stream ? {} : (req.message as { runId?: unknown; agentId?: unknown });
+    const message = req.stream ? {} : (req.message as unknown as Record<string, unknown>);
     const runId = typeof message.runId === "string" ? message.runId : "";
-    const agentId = typeof message.agentId === "string" ? message.agentId : "";
-    const credential = credentials.for(runId, agentId);
+    const field = ACTING_FIELD[req.method.name];
+    const acting = field && typeof message[field] === "string" ? (message[field] as string) : "";
+    const credential = credentials.for(runId, acting);
     if (credential) req.header.set("authorization", `Bearer ${credential}`);
     const res = await next(req);
     if (!res.stream) credentials.learn(res.message as unknown as Record<string, unknown>);
@@ -252,14 +301,16 @@ export class GgClient {
 
   constructor(options: ClientOptions = {}) {
     this.serviceConfig = options.serviceConfig ?? loadServiceConfig();
-    this.credentials = new Credentials(options.token);
+    this.credentials = new Credentials(options.token ?? defaultToken());
+    const caFile = options.caFile ?? defaultCaFile();
+    const ca = caFile ? readFileSync(caFile) : undefined;
     // Outermost first: typed errors, the call's request id and credential (the same on every attempt), then
     // the deadline and the attempts.
     const interceptors = [errorInterceptor(), requestIdInterceptor, credentialsInterceptor(this.credentials),
       serviceConfigInterceptor(this.serviceConfig)];
     const connect = <T extends DescService>(service: T, address: string): Client<T> => {
-      const baseUrl = `http://${address}`;
-      const sessionManager = new Http2SessionManager(baseUrl);
+      const baseUrl = `${ca ? "https" : "http"}://${address}`;
+      const sessionManager = new Http2SessionManager(baseUrl, undefined, ca ? { ca } : undefined);
       this.sessions.push(sessionManager);
       return createClient(service, createGrpcTransport({ baseUrl, interceptors, sessionManager }));
     };

@@ -6,7 +6,9 @@ run says when the run changed (a heartbeat once the stream has caught up), and I
 InspectModules and InspectAgents answer the views, which it redraws in place. `--once` prints the views as
 soon as the stream has caught up, then exits. Telemetry's address: the flag, else
 GGMODULES_CONSOLE_TELEMETRY_ADDRESS or GGMODULES_TELEMETRY_ADDRESS, else 127.0.0.1:50054. The credential
-sent with every call (`authorization: Bearer`): `--token`, else GGMODULES_TOKEN.
+sent with every call (`authorization: Bearer`): `--token`, else GGMODULES_TOKEN, else the operator credential
+`ggmodules up` wrote (./var/auth/operator.jwt); TLS when a CA is known (`--tls-ca-file`, else
+GGMODULES_TLS_CA_FILE, else ./var/tls/ca.crt).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from ggmodules.web.telemetry import (
     RunViews,
     credential_metadata,
     telemetry_address,
+    tls_of,
     token_of,
 )
 
@@ -67,13 +70,21 @@ def main(argv: Sequence[str]) -> int:
     parser.add_argument("run_id")
     parser.add_argument("--once", action="store_true", help="print the views once caught up, then exit")
     parser.add_argument("--telemetry-address")
-    parser.add_argument("--token", help="credential sent as `authorization: Bearer` (else GGMODULES_TOKEN)")
+    parser.add_argument("--token", "--credential", dest="token",
+                        help="an operator or the run's observer credential, sent as `authorization: Bearer` "
+                        "(else GGMODULES_TOKEN, else GGMODULES_OPERATOR_CREDENTIAL, "
+                        "else var/auth/operator.jwt)")
     parser.add_argument("--heartbeat-ms", type=int, default=250)
+    parser.add_argument("--tls-ca-file", help="the CA of the services' certificates (default: var/tls/ca.crt "
+                        "when it exists)")
     args = parser.parse_args(list(argv))
     address = telemetry_address(args.telemetry_address, os.environ)
     metadata = credential_metadata(token_of(args.token))
     console = Console(width=None if sys.stdout.isatty() else PIPE_WIDTH)
-    with grpc.insecure_channel(address, options=list(MESSAGE_LIMITS)) as channel:
+    tls, options = tls_of(args.tls_ca_file), list(MESSAGE_LIMITS)
+    channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
+               else grpc.insecure_channel(address, options=options))
+    with channel:
         stub = pb_grpc.TelemetryServiceStub(channel)
         request = pb.SubscribeRequest(run_id=args.run_id, heartbeat_ms=args.heartbeat_ms)
         stream = stub.Subscribe(request, metadata=metadata)

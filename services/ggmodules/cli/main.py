@@ -4,7 +4,8 @@ ggmodules modulestore [--port N] [--database-url URL] ...   one service, in this
 ggmodules registry    [--port N] [--modulestore-address A]  ...
 ggmodules transfer    [--port N] [--registry-address A] [--modulestore-address A] ...
 ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A] ...
-ggmodules up                                                 every service, each its own process
+ggmodules up [--insecure-dev]                                every service, each its own process (auth and
+                                                             TLS on, keys made under ./var/ on first start)
 ggmodules migrate [SERVICE ...] [--database-url URL]        migrate the tables without starting a service
 ggmodules console RUN_ID [--once] [--telemetry-address A] [--token T]   a run's three views in the terminal
 ggmodules web [--port N] [--telemetry-address A] [--token T]   the web console (http), every run's views
@@ -22,6 +23,7 @@ import structlog
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
 from ggmodules.runtime.observability import Observe, install_client_tracing, tracer_provider
+from ggmodules.runtime.security import SecurityConfigError
 from ggmodules.runtime.server import serve_forever
 
 # service name -> module with `build_service(config, log) -> Service`
@@ -38,14 +40,16 @@ def run_service(name: str, argv: Sequence[str]) -> None:
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)
     build = importlib.import_module(SERVICES[name]).build_service
+    try:
+        service = build(config, log)
+    except SecurityConfigError as err:
+        sys.exit(f"ggmodules {name}: {err}")
     # Traces and metrics are off unless --trace / --metrics-port ask for them (runtime/observability.py).
     provider = tracer_provider(name, config.trace) if config.trace else None
     install_client_tracing(provider)
     observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)
     try:
-        asyncio.run(
-            serve_forever(build(config, log), config.host, config.port, config.grace_seconds, log, observe)
-        )
+        asyncio.run(serve_forever(service, config.host, config.port, config.grace_seconds, log, observe))
     finally:
         if provider is not None:
             provider.shutdown()  # flushes the spans still batched

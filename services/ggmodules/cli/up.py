@@ -15,9 +15,12 @@ import sys
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
+from ggmodules.cli.dev_keys import ensure_dev_keys
 from ggmodules.cli.web import DEFAULT_PORT as WEB_PORT
 from ggmodules.runtime.config import DEFAULT_PORTS
+from ggmodules.runtime.security import INSECURE_WARNING
 
 # In start order: a service may call the ones before it; the web console reads Telemetry.
 ORDER = ("modulestore", "registry", "transfer", "telemetry", "web")
@@ -59,6 +62,8 @@ def _start(name: str, port: int, env: dict[str, str]) -> Child:
 def up(argv: Sequence[str]) -> int:
     parser = argparse.ArgumentParser(prog="ggmodules up", description=__doc__)
     parser.add_argument("--database-url", help="one database for every service (default: a SQLite file each)")
+    parser.add_argument("--insecure-dev", action="store_true",
+                        help="no credentials and no TLS: for local experiments only")
     parser.add_argument(
         "--event-log", help="Telemetry's event log: nats://host:port for NATS JetStream (default: SQL table)"
     )
@@ -70,6 +75,13 @@ def up(argv: Sequence[str]) -> int:
     )
     args = parser.parse_args(list(argv))
     env = dict(os.environ)
+    if args.insecure_dev:
+        env["GGMODULES_INSECURE_DEV"] = "1"
+        env["GGMODULES_TLS_CA_FILE"] = ""  # the web console: plaintext even where ./var/tls exists
+        print(f"ggmodules: {INSECURE_WARNING}", file=sys.stderr, flush=True)
+    else:
+        for path in ensure_dev_keys(Path("var")):
+            print(f"ggmodules: made {path}", flush=True)
     if args.database_url:
         env["GGMODULES_DATABASE_URL"] = args.database_url
     if args.event_log:
@@ -100,6 +112,15 @@ def up(argv: Sequence[str]) -> int:
             if args.metrics_port is not None:
                 ports = ", ".join(f"{n} {args.metrics_port + i}" for i, n in enumerate(SERVICES))
                 print(f"  metrics on http://127.0.0.1:PORT/metrics: {ports}")
+            if not args.insecure_dev:
+                print(
+                    "Auth and TLS are on. The SDK and both consoles read var/auth/operator.jwt and\n"
+                    "var/tls/ca.crt "
+                    "from this directory; elsewhere set GGMODULES_OPERATOR_CREDENTIAL_FILE and\n"
+                    "GGMODULES_TLS_CA_FILE (grpcurl: -cacert var/tls/ca.crt -H \"authorization: Bearer $(cat "
+                    "var/auth/operator.jwt)\").",
+                    flush=True,
+                )
             print(
                 "Try it: README.md has an SDK session to paste. Watch its run in the web console:\n"
                 f"  {children[-1].address}\n"

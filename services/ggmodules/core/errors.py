@@ -65,6 +65,12 @@ class Reason(enum.Enum):
     CONTENTION = "CONTENTION"
     INVALID_QUERY = "INVALID_QUERY"
     MALFORMED_REQUEST = "MALFORMED_REQUEST"
+    CREDENTIAL_MISSING = "CREDENTIAL_MISSING"
+    CREDENTIAL_MALFORMED = "CREDENTIAL_MALFORMED"
+    CREDENTIAL_INVALID = "CREDENTIAL_INVALID"
+    CREDENTIAL_EXPIRED = "CREDENTIAL_EXPIRED"
+    ROLE_NOT_PERMITTED = "ROLE_NOT_PERMITTED"
+    AGENT_MISMATCH = "AGENT_MISMATCH"
     OUTBOX_PRUNED = "OUTBOX_PRUNED"
     ACK_BEYOND_HEAD = "ACK_BEYOND_HEAD"
 
@@ -119,6 +125,13 @@ class ResourceExhausted(DomainError):
 class PermissionDenied(DomainError):
     code = Code.PERMISSION_DENIED
     default_reason = Reason.NOT_A_HOLDER
+
+
+class Unauthenticated(DomainError):
+    """No credential, or one that does not verify (malformed, altered, expired): the caller is unknown."""
+
+    code = Code.UNAUTHENTICATED
+    default_reason = Reason.CREDENTIAL_MISSING
 
 
 class Unavailable(DomainError):

@@ -59,18 +59,18 @@ SERVICE_CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
 )
 
 
-def service_channel(address: str) -> grpc.aio.Channel:
+def service_channel(address: str, tls: grpc.ChannelCredentials | None = None) -> grpc.aio.Channel:
     """An asyncio channel from one service to another (open it inside the loop that will use it), to every
-    replica its address names (`channel_target`); it carries the caller's trace context when tracing is on
-    (runtime/observability.py)."""
+    replica its address names (`channel_target`); over TLS when the service's security gives channel
+    credentials; it carries the caller's trace context when tracing is on (runtime/observability.py)."""
     # Imported here: the SDK imports this module for MESSAGE_LIMITS and needs none of OpenTelemetry.
     from ggmodules.runtime.observability import client_interceptors
 
-    return grpc.aio.insecure_channel(
-        channel_target(address),
-        options=list(SERVICE_CHANNEL_OPTIONS),
-        interceptors=client_interceptors() or None,
-    )
+    target, options = channel_target(address), list(SERVICE_CHANNEL_OPTIONS)
+    interceptors = client_interceptors() or None
+    if tls is not None:
+        return grpc.aio.secure_channel(target, tls, options=options, interceptors=interceptors)
+    return grpc.aio.insecure_channel(target, options=options, interceptors=interceptors)
 
 
 # Several replicas behind one address. An address is `host:port`, several of them comma-separated

@@ -21,6 +21,14 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | LEASE_SECONDS | --lease-seconds | 10: how long a Transfer replica's lease on a transfer lasts unrenewed |
 | LEASE_SCAN_SECONDS | --lease-scan-seconds | 1: how often Transfer looks for transfers whose lease expired |
 | TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
+| INSECURE_DEV | --insecure-dev | off; on: no credentials checked, no TLS (logged loudly) |
+| PUBLIC_KEY_FILE | --public-key-file | var/auth/credentials.pub: verifies credentials (every service) |
+| SIGNING_KEY_FILE | --signing-key-file | var/auth/credentials.key: mints credentials (Registry only) |
+| SERVICE_TOKEN_FILE | --service-token-file | var/auth/service.jwt: this service's credential for its calls |
+| TLS_CERT_FILE | --tls-cert-file | var/tls/<service>.crt when that file exists, else no TLS |
+| TLS_KEY_FILE | --tls-key-file | var/tls/<service>.key beside it |
+| TLS_CA_FILE | --tls-ca-file | var/tls/ca.crt: the CA its channels to other services trust |
+| TLS_CLIENT_CERT | --tls-client-cert | off; `require`: clients must present a certificate from the CA |
 """
 
 from __future__ import annotations
@@ -61,6 +69,15 @@ class ServiceConfig:
     lease_scan_seconds: float = 1.0
     # Test-only (Transfer): SIGKILL the process right after journaling this step.
     transfer_crash_after_step: int | None = None
+    # Credentials (runtime/credentials.py) and TLS; see README "Credentials and TLS".
+    insecure_dev: bool = False
+    public_key_file: str = ""
+    signing_key_file: str = ""
+    service_token_file: str = ""
+    tls_cert_file: str = ""
+    tls_key_file: str = ""
+    tls_ca_file: str = ""
+    tls_client_cert: str = ""
 
     @classmethod
     def load(
@@ -78,6 +95,13 @@ class ServiceConfig:
             "registry-address",
             "transfer-address",
             "semantic",
+            "public-key-file",
+            "signing-key-file",
+            "service-token-file",
+            "tls-cert-file",
+            "tls-key-file",
+            "tls-ca-file",
+            "tls-client-cert",
             "event-log",
             "trace",
             "metrics-port",
@@ -87,6 +111,7 @@ class ServiceConfig:
             "lease-scan-seconds",
         ):
             parser.add_argument(f"--{name}")
+        parser.add_argument("--insecure-dev", action="store_const", const="1", default=None)
         args = vars(parser.parse_args(list(argv)))
 
         def pick(setting: str, default: str) -> str:
@@ -114,9 +139,19 @@ class ServiceConfig:
             lease_seconds=float(pick("LEASE_SECONDS", "10")),
             lease_scan_seconds=float(pick("LEASE_SCAN_SECONDS", "1")),
             transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
+            insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
+            public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),
+            signing_key_file=pick("SIGNING_KEY_FILE", "var/auth/credentials.key"),
+            service_token_file=pick("SERVICE_TOKEN_FILE", "var/auth/service.jwt"),
+            tls_cert_file=pick("TLS_CERT_FILE", _if_exists(f"var/tls/{service}.crt")),
+            tls_key_file=pick("TLS_KEY_FILE", _if_exists(f"var/tls/{service}.key")),
+            tls_ca_file=pick("TLS_CA_FILE", _if_exists("var/tls/ca.crt")),
+            tls_client_cert=pick("TLS_CLIENT_CERT", ""),
         )
 
 
+def _if_exists(path: str) -> str:
+    return path if os.path.exists(path) else ""
 def _off(value: str) -> str:
     return "" if value.strip().lower() in ("", "off", "none") else value.strip().lower()
 

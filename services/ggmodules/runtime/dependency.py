@@ -26,9 +26,11 @@ from ggmodules.core.errors import (
     PermissionDenied,
     Reason,
     ResourceExhausted,
+    Unauthenticated,
     Unavailable,
 )
 from ggmodules.runtime.channels import service_channel
+from ggmodules.runtime.security import INSECURE, Security
 
 CALL_TIMEOUT_SECONDS = 10.0
 
@@ -40,6 +42,7 @@ _CALLER_FAULT: dict[grpc.StatusCode, type[DomainError]] = {
     grpc.StatusCode.FAILED_PRECONDITION: FailedPrecondition,
     grpc.StatusCode.RESOURCE_EXHAUSTED: ResourceExhausted,
     grpc.StatusCode.PERMISSION_DENIED: PermissionDenied,
+    grpc.StatusCode.UNAUTHENTICATED: Unauthenticated,
     grpc.StatusCode.OUT_OF_RANGE: FailedPrecondition,
     # Not the caller's fault, but nothing was applied and the same request may be sent again.
     grpc.StatusCode.ABORTED: Contention,
@@ -63,8 +66,12 @@ class Dependency:
         log: structlog.typing.FilteringBoundLogger,
         unreachable: str,
         timeout: float = CALL_TIMEOUT_SECONDS,
+        security: Security = INSECURE,
     ) -> None:
         self.name = name
+        # The calling service's own credential and TLS (runtime/security.py).
+        self._security = security
+        self._metadata = security.call_metadata()
         self.address = address
         self._make_stub = stub
         self._log = log
@@ -80,11 +87,11 @@ class Dependency:
         attempts = 2 if self.several_replicas else 1
         for attempt in range(1, attempts + 1):
             if self._stub is None:
-                self._channel = service_channel(self.address)
+                self._channel = service_channel(self.address, self._security.channel_credentials)
                 self._stub = self._make_stub(self._channel)
             channel, stub = self._channel, self._stub
             try:
-                return await getattr(stub, method)(request, timeout=self._timeout)
+                return await getattr(stub, method)(request, timeout=self._timeout, metadata=self._metadata)
             except grpc.aio.AioRpcError as err:
                 if err.code() is grpc.StatusCode.UNAVAILABLE:
                     # A fresh channel on the next call connects at once, instead of waiting out the old

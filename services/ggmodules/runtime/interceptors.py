@@ -10,6 +10,10 @@ for unary and server-streaming RPCs:
 - every id in the request is checked (`ggmodules.wire.ids`) before the handler runs, so before any SQL;
 - an answer larger than a message may carry is refused RESOURCE_EXHAUSTED (TOO_LARGE) with a reason,
   instead of failing inside grpc with none: the wrapper serializes the answer itself and measures it.
+
+With a `Guard` (runtime/auth.py, auth on) each call's credential is checked against its RPC's rule right
+after the body is decoded, and the verified caller is bound for the handler (`current_principal()`). It is
+done here rather than in a second interceptor so a call is wrapped once and refused through one mapping.
 """
 
 from __future__ import annotations
@@ -24,6 +28,7 @@ import grpc
 import structlog
 
 from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted
+from ggmodules.runtime.auth import Guard, Rule, bind_principal, unbind_principal
 from ggmodules.runtime.errors import to_status
 from ggmodules.wire.ids import check_ids
 
@@ -41,9 +46,12 @@ class Undecodable:
 
 
 class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
-    def __init__(self, log: structlog.typing.FilteringBoundLogger, max_response_bytes: int) -> None:
+    def __init__(
+        self, log: structlog.typing.FilteringBoundLogger, max_response_bytes: int, guard: Guard | None = None
+    ) -> None:
         self._log = log
         self._max_response_bytes = max_response_bytes
+        self._guard = guard
 
     async def intercept_service(
         self,
@@ -61,6 +69,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         log = self._log
         decode = _decoder(handler.request_deserializer)
         encode = _encoder(handler.response_serializer, method, self._max_response_bytes)
+        guard = self._guard
+        rule = guard.rule(method) if guard is not None else None
 
         if handler.unary_unary is not None:
             inner = handler.unary_unary
@@ -68,14 +78,19 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
                 structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
                 started = time.perf_counter()
+                token = None
                 try:
                     _admit(request)
+                    if guard is not None:
+                        token = _authorize(guard, method, rule, meta, request)
                     return encode(await inner(request, context))
                 except grpc.aio.AbortError:
                     raise
                 except Exception as exc:
                     await _refuse(exc, context, log)
                 finally:
+                    if token is not None:
+                        unbind_principal(token)
                     log.debug("call", ms=round((time.perf_counter() - started) * 1000, 3))
                     structlog.contextvars.clear_contextvars()
 
@@ -88,8 +103,11 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
+                token = None
                 try:
                     _admit(request)
+                    if guard is not None:
+                        token = _authorize(guard, method, rule, meta, request)
                     async for item in inner_stream(request, context):
                         yield encode(item)
                 except grpc.aio.AbortError:
@@ -97,12 +115,19 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 except Exception as exc:
                     await _refuse(exc, context, log)
                 finally:
+                    if token is not None:
+                        unbind_principal(token)
                     structlog.contextvars.clear_contextvars()
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=decode, response_serializer=_as_is
             )
         return handler
+
+
+def _authorize(guard: Guard, method: str, rule: Rule | None, meta: dict[str, Any], request: Any) -> Any:
+    assert rule is not None
+    return bind_principal(guard.admit(method, rule, meta, request))
 
 
 def _decoder(deserialize: Deserialize | None) -> Deserialize:

@@ -41,7 +41,7 @@ _UNTRACED = filters.negate(
     filters.any_of(
         filters.health_check(),
         filters.service_prefix("grpc.reflection"),
-        filters.service_prefix("ggmodules.common.v1.OutboxService"),
+        filters.service_prefix("ggmodules.internal.v1.OutboxService"),
     )
 )
 _UNMEASURED = ("/grpc.health", "/grpc.reflection")

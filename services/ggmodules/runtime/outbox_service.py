@@ -1,4 +1,5 @@
-"""OutboxService.WatchOutbox for any service with a telemetry outbox (ModuleStore, Registry).
+"""OutboxService.WatchOutbox (ggmodules.internal.v1, on a service credential only) for any service with a
+telemetry outbox (ModuleStore, Registry).
 
 The stream sends every event after the watcher's `after_origin_seq`, in origin_seq order, in batches of at
 most `BATCH` events and `MAX_BATCH_BYTES` (storage/outbox.py; one event larger than that goes alone), then
@@ -28,15 +29,16 @@ import grpc
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.core.heartbeats import heartbeat_seconds
+from ggmodules.internal.v1 import outbox_service_pb2 as internal_pb
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
-SERVICE_NAME = pb.DESCRIPTOR.services_by_name["OutboxService"].full_name
+SERVICE_NAME = internal_pb.DESCRIPTOR.services_by_name["OutboxService"].full_name
 BATCH = 500
 HELD_RECHECK_SECONDS = 0.02
 

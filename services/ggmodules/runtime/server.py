@@ -22,6 +22,7 @@ from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
 from ggmodules.runtime.health import HealthWatch
 from ggmodules.runtime.interceptors import CallInterceptor
 from ggmodules.runtime.observability import Metrics, Observe, server_interceptors
+from ggmodules.runtime.security import INSECURE, Security
 
 # The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
 SERVER_OPTIONS = [*MESSAGE_LIMITS, ("grpc.so_reuseport", 0)]
@@ -43,6 +44,8 @@ class Service:
     # NOT_SERVING while it does not.
     reachable: Callable[[], Awaitable[bool]] | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    # Credentials and TLS (runtime/security.py); INSECURE only under --insecure-dev.
+    security: Security = INSECURE
 
 
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
@@ -78,11 +81,13 @@ async def start_server(
     log: structlog.typing.FilteringBoundLogger,
     observe: Observe | None = None,
 ) -> RunningServer:
+    security = service.security
     # Traces and metrics only when asked for (`observe`); a service's extra gauges are `extra["collectors"]`.
     metrics = None
     if observe is not None and observe.metrics_port is not None:
         metrics = Metrics(service.name, service.extra.get("collectors", ()))  # type: ignore[arg-type]
-    interceptors = [*server_interceptors(observe, metrics), CallInterceptor(log, MAX_MESSAGE_BYTES)]
+    call_interceptor = CallInterceptor(log, MAX_MESSAGE_BYTES, security.guard)
+    interceptors = [*server_interceptors(observe, metrics), call_interceptor]
     server = grpc.aio.server(interceptors=interceptors, options=SERVER_OPTIONS)
     service.register(server)
     if service.on_start is not None:
@@ -91,7 +96,10 @@ async def start_server(
     health_pb2_grpc.add_HealthServicer_to_server(health, server)
     names = [*service.service_names, health_pb2.DESCRIPTOR.services_by_name["Health"].full_name]
     reflection.enable_server_reflection([*names, reflection.SERVICE_NAME], server)
-    bound = server.add_insecure_port(f"{host}:{port}")
+    if security.server_credentials is not None:
+        bound = server.add_secure_port(f"{host}:{port}", security.server_credentials)
+    else:
+        bound = server.add_insecure_port(f"{host}:{port}")
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)

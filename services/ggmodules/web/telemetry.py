@@ -1,17 +1,19 @@
 """The consoles' only way in: Telemetry's public RPCs (Inspect*, GetStoreDetail, Subscribe) over one
-grpc.aio channel, each call carrying the caller's credential (`authorization: Bearer <token>`) when one is
-given and a deadline."""
+grpc.aio channel (TLS when a CA is known), each call carrying the caller's credential
+(`authorization: Bearer <token>`) when one is given and a deadline."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
 from ggmodules.runtime.channels import MESSAGE_LIMITS
 from ggmodules.runtime.config import DEFAULT_PORTS
+from ggmodules.sdk.config import DEFAULT_CA_FILE, operator_credential_from
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
@@ -28,9 +30,23 @@ def telemetry_address(flag: str | None, env: Mapping[str, str]) -> str:
 
 
 def token_of(flag: str | None, env: Mapping[str, str] | None = None) -> str:
-    """`--token`, else GGMODULES_TOKEN, else none."""
+    """`--token`, else GGMODULES_TOKEN, else the operator credential `ggmodules up` wrote
+    (GGMODULES_OPERATOR_CREDENTIAL[_FILE], default ./var/auth/operator.jwt when it exists), else none."""
     env = os.environ if env is None else env
-    return flag or env.get(TOKEN_ENV, "")
+    return flag or env.get(TOKEN_ENV, "") or operator_credential_from(env)
+
+
+def tls_of(flag: str | None, env: Mapping[str, str] | None = None) -> grpc.ChannelCredentials | None:
+    """TLS to Telemetry when a CA is known: `--tls-ca-file`, else GGMODULES_TLS_CA_FILE (empty: plaintext),
+    else ./var/tls/ca.crt when it exists; None = plaintext."""
+    env = os.environ if env is None else env
+    if flag is not None:
+        ca = flag
+    elif "GGMODULES_TLS_CA_FILE" in env:
+        ca = env["GGMODULES_TLS_CA_FILE"]
+    else:
+        ca = DEFAULT_CA_FILE if Path(DEFAULT_CA_FILE).is_file() else ""
+    return grpc.ssl_channel_credentials(Path(ca).read_bytes()) if ca else None
 
 
 def credential_metadata(token: str) -> tuple[tuple[str, str], ...]:
@@ -49,9 +65,11 @@ class RunViews:
 class TelemetryReader:
     """Reads a run's console from Telemetry. Refusals surface as `grpc.aio.AioRpcError`."""
 
-    def __init__(self, address: str, token: str = "") -> None:
+    def __init__(self, address: str, token: str = "", tls: grpc.ChannelCredentials | None = None) -> None:
         self.address = address
-        self._channel = grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS))
+        options = list(MESSAGE_LIMITS)
+        self._channel = (grpc.aio.secure_channel(address, tls, options=options) if tls is not None
+                         else grpc.aio.insecure_channel(address, options=options))
         self._stub = pb_grpc.TelemetryServiceStub(self._channel)
         self._metadata = credential_metadata(token)
 

@@ -292,6 +292,22 @@ class _ErrorReasonEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_ErrorReas
     """The request body is not a valid encoding of the RPC's request message (it does not parse, or a
     string field is not UTF-8); nothing was read or changed.
     """
+    ERROR_REASON_CREDENTIAL_MISSING: _ErrorReason.ValueType  # 40
+    """UNAUTHENTICATED: the call carries no `authorization: Bearer <credential>` metadata (R50)."""
+    ERROR_REASON_CREDENTIAL_MALFORMED: _ErrorReason.ValueType  # 41
+    """UNAUTHENTICATED: the credential is not a well-formed JWT (or the header is not `Bearer <jwt>`)."""
+    ERROR_REASON_CREDENTIAL_INVALID: _ErrorReason.ValueType  # 42
+    """UNAUTHENTICATED: the credential's signature or claims do not verify (altered, or not minted by this
+    suite's Registry).
+    """
+    ERROR_REASON_CREDENTIAL_EXPIRED: _ErrorReason.ValueType  # 43
+    """UNAUTHENTICATED: the credential has expired."""
+    ERROR_REASON_ROLE_NOT_PERMITTED: _ErrorReason.ValueType  # 44
+    """PERMISSION_DENIED: the credential's role (agent, operator, observer, service) may not call this RPC;
+    ErrorInfo metadata `role` and `allowed` say which roles may.
+    """
+    ERROR_REASON_AGENT_MISMATCH: _ErrorReason.ValueType  # 45
+    """PERMISSION_DENIED: the request names an acting agent other than the one its credential was minted for."""
     ERROR_REASON_OUTBOX_PRUNED: _ErrorReason.ValueType  # 75
     """A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
     `oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at
@@ -402,6 +418,22 @@ ERROR_REASON_MALFORMED_REQUEST: ErrorReason.ValueType  # 37
 """The request body is not a valid encoding of the RPC's request message (it does not parse, or a
 string field is not UTF-8); nothing was read or changed.
 """
+ERROR_REASON_CREDENTIAL_MISSING: ErrorReason.ValueType  # 40
+"""UNAUTHENTICATED: the call carries no `authorization: Bearer <credential>` metadata (R50)."""
+ERROR_REASON_CREDENTIAL_MALFORMED: ErrorReason.ValueType  # 41
+"""UNAUTHENTICATED: the credential is not a well-formed JWT (or the header is not `Bearer <jwt>`)."""
+ERROR_REASON_CREDENTIAL_INVALID: ErrorReason.ValueType  # 42
+"""UNAUTHENTICATED: the credential's signature or claims do not verify (altered, or not minted by this
+suite's Registry).
+"""
+ERROR_REASON_CREDENTIAL_EXPIRED: ErrorReason.ValueType  # 43
+"""UNAUTHENTICATED: the credential has expired."""
+ERROR_REASON_ROLE_NOT_PERMITTED: ErrorReason.ValueType  # 44
+"""PERMISSION_DENIED: the credential's role (agent, operator, observer, service) may not call this RPC;
+ErrorInfo metadata `role` and `allowed` say which roles may.
+"""
+ERROR_REASON_AGENT_MISMATCH: ErrorReason.ValueType  # 45
+"""PERMISSION_DENIED: the request names an acting agent other than the one its credential was minted for."""
 ERROR_REASON_OUTBOX_PRUNED: ErrorReason.ValueType  # 75
 """A ReadOutbox or WatchOutbox position older than what the outbox retains: events up to metadata
 `oldest_origin_seq` - 1 were pruned once every known follower had durably taken them in. Resume at

@@ -21,7 +21,11 @@ DESCRIPTOR: _descriptor.FileDescriptor
 
 @_typing.final
 class WatchOutboxRequest(_message.Message):
-    """Where to start following an outbox."""
+    """The messages of the outbox protocol. The service that carries them, OutboxService, is internal: see
+    ggmodules/internal/v1/outbox_service.proto.
+
+    Where to start following an outbox.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -4,17 +4,10 @@ isort:skip_file
 """
 
 from collections import abc as _abc
-from ggmodules.common.v1 import outbox_service_pb2 as _outbox_service_pb2
 from grpc import aio as _aio
 import abc as _abc_1
 import grpc as _grpc
-import sys
 import typing as _typing
-
-if sys.version_info >= (3, 11):
-    from typing import Self as _Self
-else:
-    from typing_extensions import Self as _Self
 
 _T = _typing.TypeVar("_T")
 
@@ -25,61 +18,3 @@ class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ig
 
 GRPC_GENERATED_VERSION: str
 GRPC_VERSION: str
-
-class OutboxServiceStub:
-    """Served by every service that keeps a telemetry outbox (ModuleStore, Registry): Telemetry follows each
-    outbox from the last origin_seq it stored, so events reach it at least once, in order, and nothing is lost
-    while it is down.
-    """
-
-    @_typing.overload
-    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
-    @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> OutboxServiceAsyncStub: ...
-    WatchOutbox: _grpc.UnaryStreamMultiCallable[_outbox_service_pb2.WatchOutboxRequest, _outbox_service_pb2.WatchOutboxResponse]
-    """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
-    AckOutbox: _grpc.UnaryUnaryMultiCallable[_outbox_service_pb2.AckOutboxRequest, _outbox_service_pb2.AckOutboxResponse]
-    """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
-    what every known follower has taken in (with a safety margin).
-    """
-
-@_typing.type_check_only
-class OutboxServiceAsyncStub(OutboxServiceStub):
-    """Served by every service that keeps a telemetry outbox (ModuleStore, Registry): Telemetry follows each
-    outbox from the last origin_seq it stored, so events reach it at least once, in order, and nothing is lost
-    while it is down.
-    """
-
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    WatchOutbox: _aio.UnaryStreamMultiCallable[_outbox_service_pb2.WatchOutboxRequest, _outbox_service_pb2.WatchOutboxResponse]  # type: ignore[assignment]
-    """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
-    AckOutbox: _aio.UnaryUnaryMultiCallable[_outbox_service_pb2.AckOutboxRequest, _outbox_service_pb2.AckOutboxResponse]  # type: ignore[assignment]
-    """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
-    what every known follower has taken in (with a safety margin).
-    """
-
-class OutboxServiceServicer(metaclass=_abc_1.ABCMeta):
-    """Served by every service that keeps a telemetry outbox (ModuleStore, Registry): Telemetry follows each
-    outbox from the last origin_seq it stored, so events reach it at least once, in order, and nothing is lost
-    while it is down.
-    """
-
-    @_abc_1.abstractmethod
-    def WatchOutbox(
-        self,
-        request: _outbox_service_pb2.WatchOutboxRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_abc.Iterator[_outbox_service_pb2.WatchOutboxResponse], _abc.AsyncIterator[_outbox_service_pb2.WatchOutboxResponse]]:
-        """Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle."""
-
-    @_abc_1.abstractmethod
-    def AckOutbox(
-        self,
-        request: _outbox_service_pb2.AckOutboxRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_outbox_service_pb2.AckOutboxResponse, _abc.Awaitable[_outbox_service_pb2.AckOutboxResponse]]:
-        """A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
-        what every known follower has taken in (with a safety margin).
-        """
-
-def add_OutboxServiceServicer_to_server(servicer: OutboxServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

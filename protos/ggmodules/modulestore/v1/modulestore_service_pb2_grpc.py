@@ -36,11 +36,6 @@ class ModuleStoreServiceStub:
         Args:
             channel: A grpc.Channel.
         """
-        self.BindInstance = channel.unary_unary(
-                '/ggmodules.modulestore.v1.ModuleStoreService/BindInstance',
-                request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceResponse.FromString,
-                _registered_method=True)
         self.Write = channel.unary_unary(
                 '/ggmodules.modulestore.v1.ModuleStoreService/Write',
                 request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.WriteRequest.SerializeToString,
@@ -76,30 +71,12 @@ class ModuleStoreServiceStub:
                 request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.SerializeToString,
                 response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.FromString,
                 _registered_method=True)
-        self.ReadOutbox = channel.unary_unary(
-                '/ggmodules.modulestore.v1.ModuleStoreService/ReadOutbox',
-                request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.FromString,
-                _registered_method=True)
-        self.Handover = channel.unary_unary(
-                '/ggmodules.modulestore.v1.ModuleStoreService/Handover',
-                request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.FromString,
-                _registered_method=True)
 
 
 class ModuleStoreServiceServicer:
     """Holds the backing stores of the six kinds, their holders, contents and caps; forks and shares them;
     renders what each contributes to its holder's prompt; appends every change to its telemetry outbox.
     """
-
-    def BindInstance(self, request, context):
-        """Binds a newly minted agent to one store per kind, applying per-kind copy rules, and records its roster
-        (R32). Called by Registry when an instance opens, spawns or is forked.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
 
     def Write(self, request, context):
         """Applies one write to a store the acting agent holds with write access.
@@ -149,22 +126,8 @@ class ModuleStoreServiceServicer:
         counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
         threads it holds: its own and its parent's up to the fork. The query language is described on
         SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ReadOutbox(self, request, context):
-        """Events appended to this service's outbox after a given origin sequence.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def Handover(self, request, context):
-        """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
-        what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
-        and re-states each module it holds. Called by Transfer.
+        BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
+        their messages stay here.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -173,11 +136,6 @@ class ModuleStoreServiceServicer:
 
 def add_ModuleStoreServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
-            'BindInstance': grpc.unary_unary_rpc_method_handler(
-                    servicer.BindInstance,
-                    request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceRequest.FromString,
-                    response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceResponse.SerializeToString,
-            ),
             'Write': grpc.unary_unary_rpc_method_handler(
                     servicer.Write,
                     request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.WriteRequest.FromString,
@@ -213,16 +171,6 @@ def add_ModuleStoreServiceServicer_to_server(servicer, server):
                     request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.FromString,
                     response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.SerializeToString,
             ),
-            'ReadOutbox': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReadOutbox,
-                    request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.FromString,
-                    response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.SerializeToString,
-            ),
-            'Handover': grpc.unary_unary_rpc_method_handler(
-                    servicer.Handover,
-                    request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.FromString,
-                    response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.SerializeToString,
-            ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
             'ggmodules.modulestore.v1.ModuleStoreService', rpc_method_handlers)
@@ -235,33 +183,6 @@ class ModuleStoreService:
     """Holds the backing stores of the six kinds, their holders, contents and caps; forks and shares them;
     renders what each contributes to its holder's prompt; appends every change to its telemetry outbox.
     """
-
-    @staticmethod
-    def BindInstance(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.modulestore.v1.ModuleStoreService/BindInstance',
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceRequest.SerializeToString,
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.BindInstanceResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
 
     @staticmethod
     def Write(request,
@@ -442,60 +363,6 @@ class ModuleStoreService:
             '/ggmodules.modulestore.v1.ModuleStoreService/SearchArchive',
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.SerializeToString,
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ReadOutbox(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.modulestore.v1.ModuleStoreService/ReadOutbox',
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxRequest.SerializeToString,
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.ReadOutboxResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def Handover(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.modulestore.v1.ModuleStoreService/Handover',
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverRequest.SerializeToString,
-            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.HandoverResponse.FromString,
             options,
             channel_credentials,
             insecure,

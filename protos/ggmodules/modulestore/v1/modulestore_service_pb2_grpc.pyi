@@ -35,10 +35,6 @@ class ModuleStoreServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> ModuleStoreServiceAsyncStub: ...
-    BindInstance: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.BindInstanceRequest, _modulestore_service_pb2.BindInstanceResponse]
-    """Binds a newly minted agent to one store per kind, applying per-kind copy rules, and records its roster
-    (R32). Called by Registry when an instance opens, spawns or is forked.
-    """
     Write: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.WriteRequest, _modulestore_service_pb2.WriteResponse]
     """Applies one write to a store the acting agent holds with write access."""
     GetStore: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.GetStoreRequest, _modulestore_service_pb2.GetStoreResponse]
@@ -57,13 +53,8 @@ class ModuleStoreServiceStub:
     counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
     threads it holds: its own and its parent's up to the fork. The query language is described on
     SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
-    """
-    ReadOutbox: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]
-    """Events appended to this service's outbox after a given origin sequence."""
-    Handover: _grpc.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]
-    """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
-    what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
-    and re-states each module it holds. Called by Transfer.
+    BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
+    their messages stay here.
     """
 
 @_typing.type_check_only
@@ -73,10 +64,6 @@ class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
-    BindInstance: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.BindInstanceRequest, _modulestore_service_pb2.BindInstanceResponse]  # type: ignore[assignment]
-    """Binds a newly minted agent to one store per kind, applying per-kind copy rules, and records its roster
-    (R32). Called by Registry when an instance opens, spawns or is forked.
-    """
     Write: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.WriteRequest, _modulestore_service_pb2.WriteResponse]  # type: ignore[assignment]
     """Applies one write to a store the acting agent holds with write access."""
     GetStore: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.GetStoreRequest, _modulestore_service_pb2.GetStoreResponse]  # type: ignore[assignment]
@@ -95,29 +82,14 @@ class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
     counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
     threads it holds: its own and its parent's up to the fork. The query language is described on
     SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
-    """
-    ReadOutbox: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.ReadOutboxRequest, _modulestore_service_pb2.ReadOutboxResponse]  # type: ignore[assignment]
-    """Events appended to this service's outbox after a given origin sequence."""
-    Handover: _aio.UnaryUnaryMultiCallable[_modulestore_service_pb2.HandoverRequest, _modulestore_service_pb2.HandoverResponse]  # type: ignore[assignment]
-    """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
-    what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
-    and re-states each module it holds. Called by Transfer.
+    BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
+    their messages stay here.
     """
 
 class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
     """Holds the backing stores of the six kinds, their holders, contents and caps; forks and shares them;
     renders what each contributes to its holder's prompt; appends every change to its telemetry outbox.
     """
-
-    @_abc_1.abstractmethod
-    def BindInstance(
-        self,
-        request: _modulestore_service_pb2.BindInstanceRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_modulestore_service_pb2.BindInstanceResponse, _abc.Awaitable[_modulestore_service_pb2.BindInstanceResponse]]:
-        """Binds a newly minted agent to one store per kind, applying per-kind copy rules, and records its roster
-        (R32). Called by Registry when an instance opens, spawns or is forked.
-        """
 
     @_abc_1.abstractmethod
     def Write(
@@ -178,25 +150,8 @@ class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
         counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
         threads it holds: its own and its parent's up to the fork. The query language is described on
         SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
-        """
-
-    @_abc_1.abstractmethod
-    def ReadOutbox(
-        self,
-        request: _modulestore_service_pb2.ReadOutboxRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_modulestore_service_pb2.ReadOutboxResponse, _abc.Awaitable[_modulestore_service_pb2.ReadOutboxResponse]]:
-        """Events appended to this service's outbox after a given origin sequence."""
-
-    @_abc_1.abstractmethod
-    def Handover(
-        self,
-        request: _modulestore_service_pb2.HandoverRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_modulestore_service_pb2.HandoverResponse, _abc.Awaitable[_modulestore_service_pb2.HandoverResponse]]:
-        """Hands a predecessor's modules to its successor in one transaction (R19–R24, R30–R31, R35): drains
-        what is dropped, carries, re-initializes or starts fresh per kind, then states the successor's roster
-        and re-states each module it holds. Called by Transfer.
+        BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
+        their messages stay here.
         """
 
 def add_ModuleStoreServiceServicer_to_server(servicer: ModuleStoreServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -665,6 +665,11 @@ class CompleteSuccessorResponse(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
     INSTANCE_FIELD_NUMBER: _builtins.int
+    CREDENTIAL_FIELD_NUMBER: _builtins.int
+    credential: _builtins.str
+    """The successor's credential (a JWT), handed by Transfer to the caller of the transfer as
+    `successor_credential`. Empty without auth.
+    """
     @_builtins.property
     def instance(self) -> _registry_pb2.Instance:
         """The successor instance."""
@@ -673,10 +678,11 @@ class CompleteSuccessorResponse(_message.Message):
         self,
         *,
         instance: _registry_pb2.Instance | None = ...,
+        credential: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["instance", b"instance"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["credential", b"credential", "instance", b"instance"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

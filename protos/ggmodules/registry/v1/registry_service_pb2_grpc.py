@@ -80,26 +80,6 @@ class RegistryServiceStub:
                 request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesRequest.SerializeToString,
                 response_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesResponse.FromString,
                 _registered_method=True)
-        self.ReserveSuccessor = channel.unary_unary(
-                '/ggmodules.registry.v1.RegistryService/ReserveSuccessor',
-                request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorResponse.FromString,
-                _registered_method=True)
-        self.CompleteSuccessor = channel.unary_unary(
-                '/ggmodules.registry.v1.RegistryService/CompleteSuccessor',
-                request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorResponse.FromString,
-                _registered_method=True)
-        self.ReleaseSuccessor = channel.unary_unary(
-                '/ggmodules.registry.v1.RegistryService/ReleaseSuccessor',
-                request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorResponse.FromString,
-                _registered_method=True)
-        self.FailRun = channel.unary_unary(
-                '/ggmodules.registry.v1.RegistryService/FailRun',
-                request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunRequest.SerializeToString,
-                response_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunResponse.FromString,
-                _registered_method=True)
 
 
 class RegistryServiceServicer:
@@ -164,35 +144,8 @@ class RegistryServiceServicer:
 
     def ListInstances(self, request, context):
         """A run's instances, oldest first, a page at a time.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ReserveSuccessor(self, request, context):
-        """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
-        has at most one successor. Called by Transfer.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def CompleteSuccessor(self, request, context):
-        """Makes a reserved successor visible with the roster its handover produced.
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def ReleaseSuccessor(self, request, context):
-        """Drops a reservation whose handover was never applied (a transfer rolled back).
-        """
-        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
-        context.set_details('Method not implemented!')
-        raise NotImplementedError('Method not implemented!')
-
-    def FailRun(self, request, context):
-        """Ends a running run with status internal_error (R26), recording why.
+        ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+        (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
@@ -245,26 +198,6 @@ def add_RegistryServiceServicer_to_server(servicer, server):
                     servicer.ListInstances,
                     request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesRequest.FromString,
                     response_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesResponse.SerializeToString,
-            ),
-            'ReserveSuccessor': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReserveSuccessor,
-                    request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorRequest.FromString,
-                    response_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorResponse.SerializeToString,
-            ),
-            'CompleteSuccessor': grpc.unary_unary_rpc_method_handler(
-                    servicer.CompleteSuccessor,
-                    request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorRequest.FromString,
-                    response_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorResponse.SerializeToString,
-            ),
-            'ReleaseSuccessor': grpc.unary_unary_rpc_method_handler(
-                    servicer.ReleaseSuccessor,
-                    request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorRequest.FromString,
-                    response_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorResponse.SerializeToString,
-            ),
-            'FailRun': grpc.unary_unary_rpc_method_handler(
-                    servicer.FailRun,
-                    request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunRequest.FromString,
-                    response_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -511,114 +444,6 @@ class RegistryService:
             '/ggmodules.registry.v1.RegistryService/ListInstances',
             ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesRequest.SerializeToString,
             ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ListInstancesResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ReserveSuccessor(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.registry.v1.RegistryService/ReserveSuccessor',
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorRequest.SerializeToString,
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def CompleteSuccessor(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.registry.v1.RegistryService/CompleteSuccessor',
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorRequest.SerializeToString,
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.CompleteSuccessorResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def ReleaseSuccessor(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.registry.v1.RegistryService/ReleaseSuccessor',
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorRequest.SerializeToString,
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReleaseSuccessorResponse.FromString,
-            options,
-            channel_credentials,
-            insecure,
-            call_credentials,
-            compression,
-            wait_for_ready,
-            timeout,
-            metadata,
-            _registered_method=True)
-
-    @staticmethod
-    def FailRun(request,
-            target,
-            options=(),
-            channel_credentials=None,
-            call_credentials=None,
-            insecure=False,
-            compression=None,
-            wait_for_ready=None,
-            timeout=None,
-            metadata=None):
-        return grpc.experimental.unary_unary(
-            request,
-            target,
-            '/ggmodules.registry.v1.RegistryService/FailRun',
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunRequest.SerializeToString,
-            ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.FailRunResponse.FromString,
             options,
             channel_credentials,
             insecure,

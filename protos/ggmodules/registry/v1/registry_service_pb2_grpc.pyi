@@ -50,17 +50,10 @@ class RegistryServiceStub:
     GetInstance: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]
     """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]
-    """A run's instances, oldest first, a page at a time."""
-    ReserveSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]
-    """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
-    has at most one successor. Called by Transfer.
+    """A run's instances, oldest first, a page at a time.
+    ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+    (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
     """
-    CompleteSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.CompleteSuccessorRequest, _registry_service_pb2.CompleteSuccessorResponse]
-    """Makes a reserved successor visible with the roster its handover produced."""
-    ReleaseSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ReleaseSuccessorRequest, _registry_service_pb2.ReleaseSuccessorResponse]
-    """Drops a reservation whose handover was never applied (a transfer rolled back)."""
-    FailRun: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.FailRunRequest, _registry_service_pb2.FailRunResponse]
-    """Ends a running run with status internal_error (R26), recording why."""
 
 @_typing.type_check_only
 class RegistryServiceAsyncStub(RegistryServiceStub):
@@ -84,17 +77,10 @@ class RegistryServiceAsyncStub(RegistryServiceStub):
     GetInstance: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.GetInstanceRequest, _registry_service_pb2.GetInstanceResponse]  # type: ignore[assignment]
     """One instance with its roster, state and successor; a reserved successor is not visible until completed."""
     ListInstances: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ListInstancesRequest, _registry_service_pb2.ListInstancesResponse]  # type: ignore[assignment]
-    """A run's instances, oldest first, a page at a time."""
-    ReserveSuccessor: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]  # type: ignore[assignment]
-    """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
-    has at most one successor. Called by Transfer.
+    """A run's instances, oldest first, a page at a time.
+    ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+    (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
     """
-    CompleteSuccessor: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.CompleteSuccessorRequest, _registry_service_pb2.CompleteSuccessorResponse]  # type: ignore[assignment]
-    """Makes a reserved successor visible with the roster its handover produced."""
-    ReleaseSuccessor: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ReleaseSuccessorRequest, _registry_service_pb2.ReleaseSuccessorResponse]  # type: ignore[assignment]
-    """Drops a reservation whose handover was never applied (a transfer rolled back)."""
-    FailRun: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.FailRunRequest, _registry_service_pb2.FailRunResponse]  # type: ignore[assignment]
-    """Ends a running run with status internal_error (R26), recording why."""
 
 class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
     """Owns runs, profiles, FSM definitions, agent instances and their rosters, and run status."""
@@ -169,40 +155,9 @@ class RegistryServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _registry_service_pb2.ListInstancesRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_registry_service_pb2.ListInstancesResponse, _abc.Awaitable[_registry_service_pb2.ListInstancesResponse]]:
-        """A run's instances, oldest first, a page at a time."""
-
-    @_abc_1.abstractmethod
-    def ReserveSuccessor(
-        self,
-        request: _registry_service_pb2.ReserveSuccessorRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.ReserveSuccessorResponse, _abc.Awaitable[_registry_service_pb2.ReserveSuccessorResponse]]:
-        """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
-        has at most one successor. Called by Transfer.
+        """A run's instances, oldest first, a page at a time.
+        ReserveSuccessor, CompleteSuccessor, ReleaseSuccessor and FailRun are internal
+        (ggmodules.internal.v1.RegistryInternalService); their messages stay here.
         """
-
-    @_abc_1.abstractmethod
-    def CompleteSuccessor(
-        self,
-        request: _registry_service_pb2.CompleteSuccessorRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.CompleteSuccessorResponse, _abc.Awaitable[_registry_service_pb2.CompleteSuccessorResponse]]:
-        """Makes a reserved successor visible with the roster its handover produced."""
-
-    @_abc_1.abstractmethod
-    def ReleaseSuccessor(
-        self,
-        request: _registry_service_pb2.ReleaseSuccessorRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.ReleaseSuccessorResponse, _abc.Awaitable[_registry_service_pb2.ReleaseSuccessorResponse]]:
-        """Drops a reservation whose handover was never applied (a transfer rolled back)."""
-
-    @_abc_1.abstractmethod
-    def FailRun(
-        self,
-        request: _registry_service_pb2.FailRunRequest,
-        context: _ServicerContext,
-    ) -> _typing.Union[_registry_service_pb2.FailRunResponse, _abc.Awaitable[_registry_service_pb2.FailRunResponse]]:
-        """Ends a running run with status internal_error (R26), recording why."""
 
 def add_RegistryServiceServicer_to_server(servicer: RegistryServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 import structlog
 
+from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as internal_grpc
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.config import ServiceConfig
@@ -23,8 +24,11 @@ from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
+from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.semantic import load_embedder
+from ggmodules.server.modulestore.internal import SERVICE_NAME as INTERNAL_SERVICE
+from ggmodules.server.modulestore.internal import ModuleStoreInternalServicer
 from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
@@ -44,6 +48,7 @@ async def run_in_thread(fn: Callable[..., T], *args: Any) -> T:
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
+    security = security_from(config, log)
     engine = open_engine(config, log)
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
@@ -57,11 +62,13 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
+    internal = ModuleStoreInternalServicer(servicer)
     semantic = embedder.name if embedder else "off"
     log.info("modulestore storage ready", backend=engine.dialect.name, semantic=semantic)
 
     def register(server: Any) -> None:
         svc_grpc.add_ModuleStoreServiceServicer_to_server(servicer, server)
+        internal_grpc.add_ModuleStoreInternalServiceServicer_to_server(internal, server)
         outbox.register(server)
         housekeeper.start()
 
@@ -74,8 +81,9 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     return Service(
         name="modulestore",
         register=register,
-        service_names=[SERVICE_NAME, OUTBOX_SERVICE],
+        service_names=[SERVICE_NAME, INTERNAL_SERVICE, OUTBOX_SERVICE],
         on_stop=on_stop,
         probe=database_probe(engine),
         extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
+        security=security,
     )

@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 import grpc
 
+from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.modules import handover, pages
 from ggmodules.core.modules.archive_search import SearchMode, plan_search
 from ggmodules.core.modules.archive_semantic import Embedder
@@ -34,10 +35,28 @@ def _require(**fields: str) -> None:
 
 
 class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
+    """The public handlers, and BindInstance, Handover and ReadOutbox, served through the internal service
+    (server/modulestore/internal.py)."""
+
     def __init__(self, repo: ModuleStoreRepository, run: Runner, embedder: Embedder | None = None) -> None:
         self._repo = repo
         self._run = run
         self._embedder = embedder
+        # Runs Registry has ended (EndRun): their writes are refused whatever credential they carry (R50).
+        self._ended: dict[str, str] = repo.ended_runs()
+
+    async def end_run(self, run_id: str, status: str) -> None:
+        await self._run(self._repo.end_run, run_id, status)
+        self._ended.setdefault(run_id, status)
+
+    def _require_open(self, run_id: str) -> None:
+        status = self._ended.get(run_id)
+        if status is not None:
+            raise FailedPrecondition(
+                f"run {run_id} has ended ({status}); it takes no more writes",
+                reason=Reason.RUN_NOT_RUNNING,
+                metadata={"run_id": run_id, "status": status},
+            )
 
     async def BindInstance(
         self, request: svc.BindInstanceRequest, context: grpc.aio.ServicerContext
@@ -71,6 +90,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
 
     async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
+        self._require_open(request.run_id)
         op = convert.op_from(request)
         key = RequestKey.of("Write", request)
         repo, run_id, agent_id, store_id = self._repo, request.run_id, request.agent_id, request.store_id
@@ -125,6 +145,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self, request: svc.CallToolRequest, context: grpc.aio.ServicerContext
     ) -> svc.CallToolResponse:
         _require(run_id=request.run_id, agent_id=request.agent_id, tool_name=request.tool_name)
+        self._require_open(request.run_id)
         call = plan_call(request.tool_name, request.arguments_json)
         key = RequestKey.of("CallTool", request)
         repo, run_id, agent_id = self._repo, request.run_id, request.agent_id

@@ -19,7 +19,7 @@ from typing import TypeVar
 
 from google.protobuf.message import Message
 
-from ggmodules.core.errors import TRANSIENT, DomainError, missing
+from ggmodules.core.errors import TRANSIENT, DomainError, FailedPrecondition, Reason, missing
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
 from ggmodules.core.registry.plans import BindPlan, RosterRow, plan_fork, plan_open, plan_spawn
@@ -61,6 +61,7 @@ class Instances:
         def mint(unit: RegistryUnit) -> InstanceRecord:
             run = _running(unit, request.run_id)
             parent = unit.instance(run.run_id, request.parent_agent_id)
+            _not_handed_on(unit, run.run_id, parent.agent_id, "spawn a subagent of")
             profile = run.spec.profile(request.profile, run.run_id)
             plan = plan_spawn(profile, run.spec.board_enabled, parent.agent_id, parent.roster)
             return _pending(unit, run, plan, "")
@@ -75,6 +76,7 @@ class Instances:
         def mint(unit: RegistryUnit) -> InstanceRecord:
             run = _running(unit, request.run_id)
             source = unit.instance(run.run_id, request.agent_id)
+            _not_handed_on(unit, run.run_id, source.agent_id, "fork")
             profile = run.spec.profile(source.profile, run.run_id)
             plan = plan_fork(profile, run.spec.board_enabled, source.agent_id, source.roster)
             return _pending(unit, run, plan, source.fsm_state)
@@ -159,6 +161,19 @@ def _finish(
     response = answer(instance=instance_to_proto(opened))
     unit.answer(key, response.SerializeToString())
     return response
+
+
+def _not_handed_on(unit: RegistryUnit, run_id: str, agent_id: str, what: str) -> None:
+    """A handed-on agent (or one being handed on) is no source: its modules are its successor's now."""
+    successor = unit.successor_of(run_id, agent_id)
+    if successor is None:
+        return
+    how = "handed its modules on to" if not successor.pending else "is being handed on to"
+    raise FailedPrecondition(
+        f"agent {agent_id} {how} {successor.agent_id}; cannot {what} it. Use {successor.agent_id} instead",
+        reason=Reason.HANDED_ON,
+        metadata={"run_id": run_id, "agent_id": agent_id, "successor_agent_id": successor.agent_id},
+    )
 
 
 def _running(unit: RegistryUnit, run_id: str) -> RunRecord:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ggmodules.core.errors import missing
+from ggmodules.core.errors import NotFound, missing
 from ggmodules.core.modules.limits import check_text
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
@@ -46,6 +46,16 @@ class Runs:
         caller.check_run(request.run_id)
         run = self._repo.transact(lambda unit: unit.run(request.run_id))
         return pb.GetRunResponse(run=run_to_proto(run))
+
+    def exists(self, run_id: str) -> bool:
+        def work(unit: RegistryUnit) -> bool:
+            try:
+                unit.run(run_id)
+            except NotFound:
+                return False
+            return True
+
+        return self._repo.transact(work)
 
     def list(self, request: pb.ListRunsRequest, caller: Caller) -> pb.ListRunsResponse:
         size = page_size(request.page_size)

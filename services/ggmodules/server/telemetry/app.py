@@ -22,6 +22,7 @@ from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.outbox_service import engine_writing
+from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.telemetry.ingestion import Follower
 from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, TelemetryServicer
@@ -47,12 +48,13 @@ def build_service(
     engine = open_engine(config, log)
     kept = retention or retention_from()
     repo = TelemetryRepository(engine, kept, recent_bytes or recent_bytes_from())
+    security = security_from(config, log)
     event_log = open_event_log(config.event_log, repo, kept)
-    turns = TurnReports(repo, config.registry_address, log, event_log)
+    turns = TurnReports(repo, config.registry_address, log, event_log, security)
     servicer = TelemetryServicer(event_log, _console(repo, log, event_log), turns)
     followers = [
-        Follower("modulestore", config.modulestore_address, event_log, log),
-        Follower("registry", config.registry_address, event_log, log),
+        Follower("modulestore", config.modulestore_address, event_log, log, security),
+        Follower("registry", config.registry_address, event_log, log, security),
     ]
     log.info(
         "telemetry storage ready",
@@ -100,6 +102,7 @@ def build_service(
             "collectors": [OutboxLag(followers)],
             "housekeeper": housekeeper,
         },
+        security=security,
     )
 
 

@@ -21,8 +21,9 @@ from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-
 from grpc_status import rpc_status
 
 from ggmodules.common.v1 import outbox_service_pb2 as pb
-from ggmodules.common.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
+from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.telemetry.eventlog import EventLog
 
 HEARTBEAT_MS = 1000
@@ -41,8 +42,10 @@ class Follower:
         address: str,
         event_log: EventLog,
         log: structlog.typing.FilteringBoundLogger,
+        security: Security = INSECURE,
     ) -> None:
         self.origin = origin
+        self._security = security
         self.address = address
         self._event_log = event_log
         self._acks = True  # False once the origin answered UNIMPLEMENTED (an older origin)
@@ -66,7 +69,7 @@ class Follower:
             await asyncio.gather(self._task, return_exceptions=True)
 
     async def _run(self) -> None:
-        async with service_channel(self.address) as channel:
+        async with service_channel(self.address, self._security.channel_credentials) as channel:
             stub = pb_grpc.OutboxServiceStub(channel)
             acks = asyncio.get_running_loop().create_task(self._acks_loop(stub), name=f"ack-{self.origin}")
             try:
@@ -96,7 +99,8 @@ class Follower:
         stored = await self._event_log.highest_origin_seq(self.origin)
         self.stored_origin_seq = stored
         after = max(stored, self._resume_at)
-        call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS))
+        call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS),
+                                metadata=self._security.call_metadata())
         arrived = False
         try:
             if stored > self._durable:  # a new connection: say where the log stands (after a restart too)
@@ -125,7 +129,9 @@ class Follower:
             durable = self._durable
             request = pb.AckOutboxRequest(follower=FOLLOWER_NAME, durable_origin_seq=durable)
             try:
-                await stub.AckOutbox(request, timeout=SILENCE_SECONDS)
+                await stub.AckOutbox(
+                    request, timeout=SILENCE_SECONDS, metadata=self._security.call_metadata()
+                )
             except grpc.aio.AioRpcError as err:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED:
                     self._acks = False

@@ -20,6 +20,7 @@ from ggmodules.core.telemetry.turns import KnownAgent, TurnReport, admit_turn, h
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.dependency import Dependency
+from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import EventLog
@@ -39,11 +40,13 @@ class TurnReports:
         registry_address: str,
         log: structlog.typing.FilteringBoundLogger,
         event_log: EventLog | None = None,
+        security: Security = INSECURE,
     ) -> None:
         self._repo = repo
         self._event_log = event_log
         self._registry = Dependency(
-            "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE
+            "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE,
+            security=security,
         )
 
     async def report(self, request: pb.ReportTurnRequest) -> pb.ReportTurnResponse:

@@ -13,6 +13,7 @@ from prometheus_client.core import GaugeMetricFamily
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
+from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.crash import CrashSwitch
@@ -28,7 +29,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     engine = open_engine(config, log)
     repo = TransferRepository(engine)
     repo.create_tables()
-    calls = Calls(config.registry_address, config.modulestore_address, log)
+    security = security_from(config, log)
+    calls = Calls(config.registry_address, config.modulestore_address, log, security)
     leases = Leases(repo, LeaseTerms(config.lease_seconds, config.lease_scan_seconds), log)
     transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log, leases)
     resumer = Resumer(transfers.pending, lambda transfer_id: transfers.drive(transfer_id, wait=False), log,
@@ -55,6 +57,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         on_stop=on_stop,
         probe=database_probe(engine),
         extra={"collectors": [JournalPending(repo)]},
+        security=security,
     )
 
 

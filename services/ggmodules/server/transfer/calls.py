@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import structlog
 
+from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as ms_internal
+from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as reg_internal
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
-from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.dependency import Dependency
+from ggmodules.runtime.security import INSECURE, Security
 
 Log = structlog.typing.FilteringBoundLogger
 _UNREACHABLE = (
@@ -23,13 +25,21 @@ _UNREACHABLE = (
 class Calls:
     """The calls a transfer makes, each with a request id derived from the transfer (so each applies once)."""
 
-    def __init__(self, registry_address: str, modulestore_address: str, log: Log) -> None:
+    def __init__(
+        self, registry_address: str, modulestore_address: str, log: Log, security: Security = INSECURE
+    ) -> None:
+        # Registry's public reads and its internal surface (successors, FailRun), as this service.
         self.registry = Dependency(
-            "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE
+            "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE,
+            security=security,
+        )
+        self.registry_internal = Dependency(
+            "Registry", registry_address, reg_internal.RegistryInternalServiceStub, log, _UNREACHABLE,
+            security=security,
         )
         self.modulestore = Dependency(
-            "ModuleStore", modulestore_address, modulestore_service_pb2_grpc.ModuleStoreServiceStub, log,
-            _UNREACHABLE,
+            "ModuleStore", modulestore_address, ms_internal.ModuleStoreInternalServiceStub, log,
+            _UNREACHABLE, security=security,
         )
 
     async def get_run(self, run_id: str) -> reg.GetRunResponse:
@@ -42,18 +52,19 @@ class Calls:
         return answer
 
     async def reserve(self, request: reg.ReserveSuccessorRequest) -> reg.ReserveSuccessorResponse:
-        answer: reg.ReserveSuccessorResponse = await self.registry.call("ReserveSuccessor", request)
+        answer: reg.ReserveSuccessorResponse = await self.registry_internal.call("ReserveSuccessor", request)
         return answer
 
     async def complete(self, request: reg.CompleteSuccessorRequest) -> reg.CompleteSuccessorResponse:
-        answer: reg.CompleteSuccessorResponse = await self.registry.call("CompleteSuccessor", request)
+        call = self.registry_internal.call("CompleteSuccessor", request)
+        answer: reg.CompleteSuccessorResponse = await call
         return answer
 
     async def release(self, request: reg.ReleaseSuccessorRequest) -> None:
-        await self.registry.call("ReleaseSuccessor", request)
+        await self.registry_internal.call("ReleaseSuccessor", request)
 
     async def fail_run(self, request: reg.FailRunRequest) -> None:
-        await self.registry.call("FailRun", request)
+        await self.registry_internal.call("FailRun", request)
 
     async def handover(self, request: ms.HandoverRequest) -> ms.HandoverResponse:
         answer: ms.HandoverResponse = await self.modulestore.call("Handover", request)
@@ -61,5 +72,6 @@ class Calls:
 
     async def close(self) -> None:
         await self.registry.close()
+        await self.registry_internal.close()
         await self.modulestore.close()
 

@@ -92,6 +92,8 @@ class Transfers:
         self._locks: dict[str, tuple[asyncio.Lock, int]] = {}
         # Told when a transfer is left pending (the resumer's poke).
         self.on_pending: Callable[[], None] = lambda: None
+        # Successor credentials Registry minted at CompleteSuccessor, until the answer carries them.
+        self._credentials: dict[str, str] = {}
 
     # -- the RPCs
 
@@ -100,7 +102,8 @@ class Transfers:
                             (request.to_state, "to_state")):
             _require(value, name)
         record = await self._ask("Transition", request, TransferKind.TRANSITION, to_state=request.to_state)
-        return pb.TransitionResponse(transfer=await self._answer(record))
+        transfer = await self._answer(record)
+        return pb.TransitionResponse(transfer=transfer, successor_credential=await self._credential(transfer))
 
     async def exec(self, request: pb.ExecRequest) -> pb.ExecResponse:
         for value, name in ((request.run_id, "run_id"), (request.agent_id, "agent_id"),
@@ -109,7 +112,8 @@ class Transfers:
         record = await self._ask(
             "Exec", request, TransferKind.EXEC, successor_profile=request.profile, leave_fsm=request.leave_fsm
         )
-        return pb.ExecResponse(transfer=await self._answer(record))
+        transfer = await self._answer(record)
+        return pb.ExecResponse(transfer=transfer, successor_credential=await self._credential(transfer))
 
     def get(self, request: pb.GetTransferRequest) -> pb.GetTransferResponse:
         _require(request.run_id, "run_id")
@@ -192,6 +196,27 @@ class Transfers:
         if done.state is TransferState.FAILED:
             raise _refusal(done)
         return transfer_to_proto(done)
+
+    async def _credential(self, transfer: transfer_pb2.Transfer) -> str:
+        """The successor's credential for the caller of a completed transfer: the one Registry minted when
+        the transfer completed, or (an answer repeated after a restart) a fresh one from repeating the
+        CompleteSuccessor call, which Registry applies once and answers again with a new credential."""
+        cached = self._credentials.pop(transfer.transfer_id, None)
+        if cached is not None:
+            return cached
+        record: TransferRecord = await asyncio.to_thread(
+            self._repo.transact, lambda unit: unit.get(transfer.transfer_id)
+        )
+        if record.state is not TransferState.COMPLETED:
+            return ""
+        return (await self._calls.complete(self._complete_request(record))).credential
+
+    def _complete_request(self, record: TransferRecord) -> reg.CompleteSuccessorRequest:
+        handed = ms.HandoverResponse.FromString(record.handover)
+        return reg.CompleteSuccessorRequest(
+            request_id=f"{record.transfer_id}/complete", run_id=record.run_id,
+            agent_id=record.successor_agent_id, roster=handed.roster, opening_note=record.opening_note,
+        )
 
     async def _step(self, record: TransferRecord, holding: Holding) -> TransferRecord:
         if holding.lost:
@@ -283,11 +308,10 @@ class Transfers:
 
     async def _complete(self, record: TransferRecord) -> TransferRecord:
         """Step 4: the successor becomes visible. The handover is applied: from here on, forward only."""
-        handed = ms.HandoverResponse.FromString(record.handover)
-        await self._calls.complete(reg.CompleteSuccessorRequest(
-            request_id=f"{record.transfer_id}/complete", run_id=record.run_id,
-            agent_id=record.successor_agent_id, roster=handed.roster, opening_note=record.opening_note,
-        ))
+        completed = await self._calls.complete(self._complete_request(record))
+        self._credentials[record.transfer_id] = completed.credential
+        while len(self._credentials) > 1024:  # completed by the resumer with no caller waiting for them
+            self._credentials.pop(next(iter(self._credentials)))
         return await self._save(
             replace(record, state=TransferState.COMPLETED, step=COMPLETED, completed_us=now_us())
         )

@@ -24,7 +24,7 @@ from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.migrations import migrate
-from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, writing
+from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, run_ends, writing
 from ggmodules.storage.modulestore.archive_index import vectors
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
@@ -114,6 +114,14 @@ class ModuleStoreRepository:
         """Thread embeddings: derived data, written outside any mutation (no event, no request id)."""
         with self.transactions.begin() as conn:
             vectors.save(conn, run_id, model, rows)
+
+    def end_run(self, run_id: str, status: str) -> None:
+        """Records that Registry ended the run (idempotent: the first end is kept)."""
+        with self.transactions.begin() as conn:
+            run_ends.end_run(conn, run_id, status)
+
+    def ended_runs(self) -> dict[str, str]:
+        return self.read(run_ends.ended_runs)
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         def read(c: Connection) -> OutboxPage:

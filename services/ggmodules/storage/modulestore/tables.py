@@ -175,6 +175,17 @@ class MsRequest(IdempotencyRow, table=True):
     __table_args__ = CLUSTERED
 
 
+class MsEndedRun(SQLModel, table=True):
+    """A run Registry has ended (finished, or internal_error): its writes are refused from then on (R50)."""
+
+    __tablename__ = "ms_ended_runs"
+    __table_args__ = CLUSTERED
+
+    run_id: str = Field(primary_key=True)
+    status: str
+    ended_us: int = seq_field(default=...)
+
+
 TABLES = [
     m.__table__  # type: ignore[union-attr]
     for m in (
@@ -186,6 +197,7 @@ TABLES = [
         MsNamed,
         MsAgent,
         MsHandover,
+        MsEndedRun,
         MsHolder,
         MsReadSet,
         MsOutbox,
@@ -194,3 +206,4 @@ TABLES = [
         MsOutboxPosition,
     )
 ]
+

@@ -2,8 +2,8 @@
 // @generated from file ggmodules/common/v1/outbox_service.proto (package ggmodules.common.v1, syntax proto3)
 /* eslint-disable */
 
-import type { GenFile, GenMessage, GenService } from "@bufbuild/protobuf/codegenv2";
-import { fileDesc, messageDesc, serviceDesc } from "@bufbuild/protobuf/codegenv2";
+import type { GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
+import { fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
 import type { Event } from "./event_pb.js";
 import { file_ggmodules_common_v1_event } from "./event_pb.js";
 import type { Message } from "@bufbuild/protobuf";
@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ggmodules/common/v1/outbox_service.proto.
  */
 export const file_ggmodules_common_v1_outbox_service: GenFile = /*@__PURE__*/
-  fileDesc("CihnZ21vZHVsZXMvY29tbW9uL3YxL291dGJveF9zZXJ2aWNlLnByb3RvEhNnZ21vZHVsZXMuY29tbW9uLnYxIkQKEldhdGNoT3V0Ym94UmVxdWVzdBIYChBhZnRlcl9vcmlnaW5fc2VxGAEgASgDEhQKDGhlYXJ0YmVhdF9tcxgCIAEoBSJaChNXYXRjaE91dGJveFJlc3BvbnNlEioKBmV2ZW50cxgBIAMoCzIaLmdnbW9kdWxlcy5jb21tb24udjEuRXZlbnQSFwoPaGVhZF9vcmlnaW5fc2VxGAIgASgDIkAKEEFja091dGJveFJlcXVlc3QSEAoIZm9sbG93ZXIYASABKAkSGgoSZHVyYWJsZV9vcmlnaW5fc2VxGAIgASgDIhMKEUFja091dGJveFJlc3BvbnNlMs8BCg1PdXRib3hTZXJ2aWNlEmIKC1dhdGNoT3V0Ym94EicuZ2dtb2R1bGVzLmNvbW1vbi52MS5XYXRjaE91dGJveFJlcXVlc3QaKC5nZ21vZHVsZXMuY29tbW9uLnYxLldhdGNoT3V0Ym94UmVzcG9uc2UwARJaCglBY2tPdXRib3gSJS5nZ21vZHVsZXMuY29tbW9uLnYxLkFja091dGJveFJlcXVlc3QaJi5nZ21vZHVsZXMuY29tbW9uLnYxLkFja091dGJveFJlc3BvbnNlYgZwcm90bzM", [file_ggmodules_common_v1_event]);
+  fileDesc("CihnZ21vZHVsZXMvY29tbW9uL3YxL291dGJveF9zZXJ2aWNlLnByb3RvEhNnZ21vZHVsZXMuY29tbW9uLnYxIkQKEldhdGNoT3V0Ym94UmVxdWVzdBIYChBhZnRlcl9vcmlnaW5fc2VxGAEgASgDEhQKDGhlYXJ0YmVhdF9tcxgCIAEoBSJaChNXYXRjaE91dGJveFJlc3BvbnNlEioKBmV2ZW50cxgBIAMoCzIaLmdnbW9kdWxlcy5jb21tb24udjEuRXZlbnQSFwoPaGVhZF9vcmlnaW5fc2VxGAIgASgDIkAKEEFja091dGJveFJlcXVlc3QSEAoIZm9sbG93ZXIYASABKAkSGgoSZHVyYWJsZV9vcmlnaW5fc2VxGAIgASgDIhMKEUFja091dGJveFJlc3BvbnNlYgZwcm90bzM", [file_ggmodules_common_v1_event]);
 
 /**
  * Where to start following an outbox.
@@ -114,36 +114,4 @@ export type AckOutboxResponse = Message<"ggmodules.common.v1.AckOutboxResponse">
  */
 export const AckOutboxResponseSchema: GenMessage<AckOutboxResponse> = /*@__PURE__*/
   messageDesc(file_ggmodules_common_v1_outbox_service, 3);
-
-/**
- * Served by every service that keeps a telemetry outbox (ModuleStore, Registry): Telemetry follows each
- * outbox from the last origin_seq it stored, so events reach it at least once, in order, and nothing is lost
- * while it is down.
- *
- * @generated from service ggmodules.common.v1.OutboxService
- */
-export const OutboxService: GenService<{
-  /**
-   * Every event after `after_origin_seq`, then new ones as they are committed, with heartbeats while idle.
-   *
-   * @generated from rpc ggmodules.common.v1.OutboxService.WatchOutbox
-   */
-  watchOutbox: {
-    methodKind: "server_streaming";
-    input: typeof WatchOutboxRequestSchema;
-    output: typeof WatchOutboxResponseSchema;
-  },
-  /**
-   * A follower says it has durably taken in every event up to `durable_origin_seq`; the outbox may prune
-   * what every known follower has taken in (with a safety margin).
-   *
-   * @generated from rpc ggmodules.common.v1.OutboxService.AckOutbox
-   */
-  ackOutbox: {
-    methodKind: "unary";
-    input: typeof AckOutboxRequestSchema;
-    output: typeof AckOutboxResponseSchema;
-  },
-}> = /*@__PURE__*/
-  serviceDesc(file_ggmodules_common_v1_outbox_service, 0);
 
