@@ -26,8 +26,9 @@ from typing import Any
 
 import grpc
 import structlog
+from sqlalchemy.exc import InterfaceError, OperationalError
 
-from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted
+from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted, Unavailable
 from ggmodules.runtime.auth import Guard, Rule, bind_principal, unbind_principal
 from ggmodules.runtime.errors import to_status
 from ggmodules.wire.ids import check_ids
@@ -177,7 +178,16 @@ def _admit(request: Any) -> None:
 async def _refuse(
     exc: Exception, context: grpc.aio.ServicerContext, log: structlog.typing.FilteringBoundLogger
 ) -> None:
-    """Ends the call (both aborts raise): a DomainError as its status (R47), anything else as a defect."""
+    """Ends the call (both aborts raise): a DomainError as its status (R47), a database that cannot be
+    reached or refuses a connection (down, restarting, `too many clients`) as UNAVAILABLE, which the
+    service config retries; anything else as a defect."""
+    if isinstance(exc, OperationalError | InterfaceError):
+        first = str(exc.orig or exc).strip().splitlines()[0][:300]
+        log.warning("database unavailable", error=first)
+        exc = Unavailable(
+            f"the database did not answer or refused a connection ({first}); retry with the same request_id",
+            metadata={"dependency": "database"},
+        )
     if isinstance(exc, DomainError):
         log.info("refused", reason=exc.reason.value, code=exc.code.value, message=exc.message[:500])
         await context.abort_with_status(to_status(exc))

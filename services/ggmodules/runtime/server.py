@@ -49,6 +49,10 @@ class Service:
 
 
 SERVING, NOT_SERVING = health_pb2.HealthCheckResponse.SERVING, health_pb2.HealthCheckResponse.NOT_SERVING
+# grpc.aio's Server.stop(grace) can fail to return when a streaming call is cancelled at the wrong moment
+# (grpc/grpc#28999, open): after its grace and this much more, stopping goes on without it, so the service's
+# own shutdown (on_stop: its database, its listeners) still runs and the process can exit.
+STOP_OVERRUN_SECONDS = 5.0
 
 
 class RunningServer:
@@ -67,7 +71,13 @@ class RunningServer:
         if self.watch is not None:
             await self.watch.stop()
         await self.health.enter_graceful_shutdown()
-        await self.server.stop(grace)
+        stopping = asyncio.ensure_future(self.server.stop(grace))
+        done, _ = await asyncio.wait({stopping}, timeout=grace + STOP_OVERRUN_SECONDS)
+        if not done:
+            structlog.get_logger().warning(
+                "grpc server did not finish stopping; shutting the service down without it",
+                service=self.service.name, grace_seconds=grace,
+            )
         if self.service.on_stop is not None:
             await self.service.on_stop()
         if self.metrics is not None:
