@@ -12,15 +12,17 @@ from __future__ import annotations
 import hashlib
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from google.protobuf.message import Message
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.core.errors import AlreadyExists, Reason
 from ggmodules.storage.columns import SEQ
+from ggmodules.storage.prepared import Prepared, Tx
 
 
 class IdempotencyRow(SQLModel):
@@ -64,54 +66,65 @@ def request_id_reused(method: str, request_id: str) -> AlreadyExists:
 
 
 class RequestLog:
-    def __init__(self, row: type[IdempotencyRow]) -> None:
-        self._table = row.__table__  # type: ignore[attr-defined]
+    """One service's request log, with its statements prepared (see prepared.py)."""
 
-    def claim(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes | None:
+    def __init__(self, row: type[IdempotencyRow]) -> None:
+        table: Table = row.__table__  # type: ignore[attr-defined]
+        self._claim = {"sqlite": _claim(sqlite, table), "postgresql": _claim(postgresql, table)}
+        self._recall = Prepared(
+            select(table.c.request_hash, table.c.response).where(
+                table.c.method == bindparam("method"), table.c.request_id == bindparam("request_id")
+            )
+        )
+        self._answer = Prepared(
+            update(table)
+            .where(table.c.method == bindparam("k_method"), table.c.request_id == bindparam("k_request_id"))
+            .values(response=bindparam("v_response"))
+        )
+
+    def claim(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         """None: the request id is this transaction's now; apply the request, then `answer` it. Otherwise
         the first answer to it (after waiting for a concurrent first attempt to end)."""
-        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-        claimed = conn.execute(
-            dialect.insert(self._table)
-            .values(
-                method=method,
-                request_id=request_id,
-                request_hash=request_hash,
-                response=b"",
-                created_at=int(time.time()),
-            )
-            .on_conflict_do_nothing(index_elements=["method", "request_id"])
-            .returning(self._table.c.request_id)
-        ).first()
-        return None if claimed is not None else self.first_answer(conn, method, request_id, request_hash)
-
-    def first_answer(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes:
-        """The answer of a committed claim. Reuse of its id for other content is refused."""
-        answer = self.recall(conn, method, request_id, request_hash)
+        tx = Tx.of(conn)
+        params = {
+            "method": method,
+            "request_id": request_id,
+            "request_hash": request_hash,
+            "response": b"",
+            "created_at": int(time.time()),
+        }
+        if self._claim[tx.dialect.name].one(tx, params) is not None:
+            return None
+        answer = self.recall(tx, method, request_id, request_hash)
         if answer is None:  # the claim that won is gone again: let the transaction run again
             raise ClaimLost(method, request_id)
         return answer
 
-    def recall(self, conn: Connection, method: str, request_id: str, request_hash: str) -> bytes | None:
+    def recall(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         """The first answer to this request id, or None if new. Reuse with other content is refused."""
-        row = conn.execute(
-            select(self._table.c.request_hash, self._table.c.response).where(
-                self._table.c.method == method, self._table.c.request_id == request_id
-            )
-        ).first()
+        row = self._recall.one(conn, {"method": method, "request_id": request_id})
         if row is None:
             return None
-        if row.request_hash != request_hash:
+        if row[0] != request_hash:
             raise request_id_reused(method, request_id)
-        return bytes(row.response)
+        return bytes(row[1])
 
-    def answer(self, conn: Connection, method: str, request_id: str, response: bytes) -> None:
+    def answer(self, conn: Connection | Tx, method: str, request_id: str, response: bytes) -> None:
         """Records the answer of the request id this transaction claimed."""
-        conn.execute(
-            update(self._table)
-            .where(self._table.c.method == method, self._table.c.request_id == request_id)
-            .values(response=response)
-        )
+        self._answer.execute(conn, {"k_method": method, "k_request_id": request_id, "v_response": response})
+
+
+def _claim(dialect: Any, table: Table) -> Prepared:
+    stmt = dialect.insert(table).values(
+        method=bindparam("method"),
+        request_id=bindparam("request_id"),
+        request_hash=bindparam("request_hash"),
+        response=bindparam("response"),
+        created_at=bindparam("created_at"),
+    )
+    return Prepared(
+        stmt.on_conflict_do_nothing(index_elements=["method", "request_id"]).returning(table.c.request_id)
+    )
 
 
 class ClaimLost(Exception):

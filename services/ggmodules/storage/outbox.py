@@ -9,18 +9,18 @@ page always fits in one gRPC message; an event larger than the bound makes a pag
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from typing import Any
 
-from google.protobuf.timestamp_pb2 import Timestamp
 from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, or_, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage.columns import SEQ, seq_field
+from ggmodules.storage.outbox_append import Appender
+from ggmodules.storage.prepared import Tx
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
 MAX_BATCH_BYTES = 1024 * 1024
@@ -64,6 +64,7 @@ class Outbox:
         self.origin = origin
         self._rows = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
+        self._appender = Appender(origin, self._rows, self._heads)
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
 
@@ -71,35 +72,13 @@ class Outbox:
     def table_name(self) -> str:
         return str(self._rows.name)
 
-    def append(self, conn: Connection, event: event_pb2.Event) -> event_pb2.Event:
-        """Appends `event` to its (run, agent) stream inside the caller's transaction."""
-        stream_seq = self._next_stream_seq(conn, event.run_id, event.agent_id)
-        event.origin = self.origin
-        event.stream_seq = stream_seq
-        if not event.HasField("time"):
-            ts = Timestamp()
-            ts.FromDatetime(datetime.now(UTC))
-            event.time.CopyFrom(ts)
-        result = conn.execute(
-            self._rows.insert().values(
-                run_id=event.run_id,
-                agent_id=event.agent_id,
-                stream_seq=stream_seq,
-                payload=event.SerializeToString(),
-            )
-        )
-        key = result.inserted_primary_key
-        assert key is not None
-        event.origin_seq = int(key[0])
-        return event
+    def append(self, conn: Connection | Tx, event: event_pb2.Event) -> event_pb2.Event:
+        """Appends `event` to its (run, agent) stream inside the caller's transaction; sets its origin_seq."""
+        return self._appender.append(conn, event)
 
-    def _next_stream_seq(self, conn: Connection, run_id: str, agent_id: str) -> int:
-        dialect = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(self._heads).values(run_id=run_id, agent_id=agent_id, seq=1)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["run_id", "agent_id"], set_={"seq": self._heads.c.seq + 1}
-        ).returning(self._heads.c.seq)
-        return int(conn.execute(stmt).scalar_one())
+    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event]) -> None:
+        """Appends `events` to their streams, in this order, once per transaction (outbox_append.py)."""
+        self._appender.append_all(conn, events)
 
     def read(
         self,

@@ -1,5 +1,6 @@
-"""ModuleStoreService handlers: validate, call the domain through the repository, convert. Refusals are
-raised as DomainError; the call interceptor maps them to statuses."""
+"""ModuleStoreService handlers: validate, run a use case (ggmodules.usecases.modulestore) in one
+transaction (`repo.mutate`) or read through the repository, convert. Refusals are raised as DomainError;
+the call interceptor maps them to statuses."""
 
 from __future__ import annotations
 
@@ -21,9 +22,22 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.server.modulestore import semantic
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.modulestore.unit import ModuleStoreUnit
+from ggmodules.usecases.modulestore.bind import bind
+from ggmodules.usecases.modulestore.handover import handover as hand_over
+from ggmodules.usecases.modulestore.port import BindUnit, HandoverUnit, ToolCallUnit, WriteUnit
+from ggmodules.usecases.modulestore.tool_call import call_tool
+from ggmodules.usecases.modulestore.write import write
 from ggmodules.wire import modulestore as convert
 
 T = TypeVar("T")
+
+
+def _conforms(unit: ModuleStoreUnit) -> tuple[WriteUnit, ToolCallUnit, BindUnit, HandoverUnit]:
+    """For mypy: storage's unit of work implements every use case's port."""
+    return unit, unit, unit, unit
+
+
 # How blocking database work is run: inline on the loop, or on a worker thread (see app.py).
 Runner = Callable[..., Awaitable[Any]]
 
@@ -42,6 +56,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self._repo = repo
         self._run = run
         self._embedder = embedder
+        self._limits = repo.limits
         # Runs Registry has ended (EndRun): their writes are refused whatever credential they carry (R50).
         self._ended: dict[str, str] = repo.ended_runs()
 
@@ -64,11 +79,10 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         plan = convert.plan_from(request)
         check_plan(plan)
         key = RequestKey.of("BindInstance", request)
-        repo = self._repo
         result: svc.BindInstanceResponse = await self._run(
-            repo.mutate,
+            self._repo.mutate,
             key,
-            lambda conn: convert.bind_response(repo.bind(conn, plan)),
+            lambda unit: convert.bind_response(bind(unit, plan)),
             svc.BindInstanceResponse,
         )
         return result
@@ -79,25 +93,29 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         plan = convert.handover_from(request)
         handover.check_plan(plan)
         key = RequestKey.of("Handover", request)
-        repo = self._repo
         result: svc.HandoverResponse = await self._run(
-            repo.mutate,
+            self._repo.mutate,
             key,
-            lambda conn: convert.handover_response(*repo.handover(conn, plan)),
+            lambda unit: convert.handover_response(*hand_over(unit, plan)),
             svc.HandoverResponse,
         )
         return result
 
     async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
+        return await self.write(request)
+
+    async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
+        """A write, from the unary Write or a Session: checked, then the write use case
+        (usecases/modulestore/write.py) in one transaction with its request id."""
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
         self._require_open(request.run_id)
         op = convert.op_from(request)
         key = RequestKey.of("Write", request)
-        repo, run_id, agent_id, store_id = self._repo, request.run_id, request.agent_id, request.store_id
+        run_id, agent_id, store_id, limits = request.run_id, request.agent_id, request.store_id, self._limits
         result: svc.WriteResponse = await self._run(
-            repo.mutate_prepared,
+            self._repo.mutate,
             key,
-            lambda conn: convert.write_response(repo.write(conn, run_id, agent_id, store_id, op)),
+            lambda unit: convert.write_response(write(unit, run_id, agent_id, store_id, op, limits)),
             svc.WriteResponse,
         )
         return result
@@ -148,11 +166,11 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self._require_open(request.run_id)
         call = plan_call(request.tool_name, request.arguments_json)
         key = RequestKey.of("CallTool", request)
-        repo, run_id, agent_id = self._repo, request.run_id, request.agent_id
+        run_id, agent_id, limits = request.run_id, request.agent_id, self._limits
         result: svc.CallToolResponse = await self._run(
-            repo.mutate,
+            self._repo.mutate,
             key,
-            lambda conn: convert.tool_response(repo.call_tool(conn, run_id, agent_id, call)),
+            lambda unit: convert.tool_response(call_tool(unit, run_id, agent_id, call, limits)),
             svc.CallToolResponse,
         )
         return result

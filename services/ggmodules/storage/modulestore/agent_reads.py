@@ -1,4 +1,5 @@
-"""What an agent's stores give it: its prompt contributions (R10), its tool calls (R8), archive searches."""
+"""What an agent's stores give it to read: the stores it holds, its prompt contributions (R10), archive
+searches. (A tool call, which may write, is usecases/modulestore/tool_call.py.)"""
 
 from __future__ import annotations
 
@@ -13,14 +14,9 @@ from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
 from ggmodules.core.modules.archive_semantic import thread_text
-from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
-from ggmodules.core.modules.contents import ArchiveContents
-from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.prompt import Contribution, render
-from ggmodules.core.modules.tools.dispatch import Result, ToolCall, found, result_of, search_of
-from ggmodules.storage.modulestore import archive_index, handovers, read_sets, writing
+from ggmodules.storage.modulestore import archive_index, read_sets
 from ggmodules.storage.modulestore.archive_index import vectors
-from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, not_a_holder, require_agent, store_row
 from ggmodules.storage.modulestore.reading import contents_of
 
@@ -44,38 +40,6 @@ def render_prompt(conn: Connection, run_id: str, agent_id: str) -> list[Contribu
         render(Kind(row.kind), row.store_id, contents_of(conn, row, read_sets.load(conn, read_set_id)))
         for row, read_set_id in held(conn, run_id, agent_id)
     ]
-
-
-def call_tool(
-    conn: Connection,
-    outbox: FastOutbox,
-    run_id: str,
-    agent_id: str,
-    call: ToolCall,
-    limits: StoreLimits = DEFAULT_LIMITS,
-) -> Result:
-    stores = held(conn, run_id, agent_id, call.kind)
-    if not stores:
-        successor = handovers.successor_of(conn, run_id, agent_id)
-        if successor is not None:
-            raise handed_on(agent_id, successor)
-        raise FailedPrecondition(
-            f"agent {agent_id!r} holds no {call.kind.word} module: {call.tool.name} is not one of its tools",
-            reason=Reason.KIND_NOT_HELD,
-            metadata={"kind": call.kind.word, "tool": call.tool.name},
-        )
-    row, read_set_id = stores[0]
-    if call.searches:
-        search = search_of(call, row.store_id)
-        return found(archive_index.search(conn, run_id, row.store_id, row.head_seq, search))
-    written = None
-    if call.op:
-        written = writing.write(conn, outbox, run_id, agent_id, row.store_id, call.op, limits)
-    if not call.needs_contents:
-        return result_of(call, ArchiveContents(), written)
-    if written is not None:
-        row = store_row(conn, run_id, row.store_id)
-    return result_of(call, contents_of(conn, row, read_sets.load(conn, read_set_id)), written)
 
 
 def search_archive(

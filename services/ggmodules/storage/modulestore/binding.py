@@ -1,7 +1,7 @@
-"""BindInstance: one store per kind for a newly minted agent, by the copy rules, then its roster (R32).
+"""Binding stores to a new holder: minting, joining a named store or a directory's catalogue, sharing or
+forking a source (storage steps of BindInstance and Handover; usecases/modulestore/bind.py decides).
 
-On the new agent's stream: one roster event, then one bind event per bound store, and nothing else. A
-sharer gets no backlog (R13), a fork copies no pending event (R12).
+A new holder's watermark starts at the store's head: a sharer gets no backlog (R13).
 """
 
 from __future__ import annotations
@@ -12,19 +12,16 @@ from typing import Any
 from sqlalchemy import select
 from sqlalchemy.engine import Connection
 
-from ggmodules.core.errors import AlreadyExists, FailedPrecondition, NotFound, Reason
+from ggmodules.core.errors import FailedPrecondition, NotFound, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules import skills
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow, check_plan
-from ggmodules.core.modules.copying import Resolved, catalogue_key, forked, resolve
+from ggmodules.core.modules.binding import Binding, BindPlan
+from ggmodules.core.modules.copying import Resolved, catalogue_key, forked
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.states import decode_state, empty_state, encode_state
 from ggmodules.core.modules.store import StoreHead
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.modules.values import BindAction, MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
-from ggmodules.storage.modulestore.events import bind_event, roster_event
-from ggmodules.storage.modulestore.fast_log import FastOutbox
-from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
+from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, head_of, store_row
 from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store
 
 LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
@@ -39,67 +36,9 @@ class Bound:
     read_set_id: str = ""
 
 
-def bind(conn: Connection, outbox: FastOutbox, plan: BindPlan) -> list[RosterRow]:
-    check_plan(plan)
-    if agent_exists(conn, plan.run_id, plan.agent_id):
-        raise AlreadyExists(
-            f"agent {plan.agent_id!r} is already bound in run {plan.run_id!r}; a roster never changes within "
-            "an incarnation (R36): mint a new agent id",
-            metadata={"agent_id": plan.agent_id},
-        )
-    rows: list[RosterRow] = []
-    bound_stores: list[tuple[Binding, Bound]] = []
-    for kind in Kind:
-        b = plan.binding(kind)
-        if b is None or b.action == BindAction.DISABLED:
-            rows.append(RosterRow(kind))
-            continue
-        bound = _bind_one(conn, plan, b, resolve(kind, b.action, b.origin))
-        bound_stores.append((b, bound))
-        memories = kind == Kind.MEMORIES
-        rows.append(
-            RosterRow(
-                kind,
-                bound.store_id,
-                True,
-                bound.origin,
-                b.scope if memories else MemoryScope.UNSPECIFIED,
-                b.may_write,
-                bound.head.strategy if memories else MemoryStrategy.UNSPECIFIED,
-            )
-        )
-    conn.execute(
-        AGENTS.insert().values(
-            run_id=plan.run_id,
-            agent_id=plan.agent_id,
-            profile=plan.profile,
-            parent_agent_id=plan.parent_agent_id,
-            cause=plan.cause,
-        )
-    )
-    events = [roster_event(plan.run_id, plan.agent_id, plan.profile, plan.parent_agent_id, plan.cause, rows)]
-    for b, bound in bound_stores:
-        figures = bound.head.figures
-        if b.kind == Kind.SKILLS:
-            figures = skills.holder_figures(figures, read_sets.load(conn, bound.read_set_id))
-        events.append(
-            bind_event(
-                plan.run_id,
-                plan.agent_id,
-                b.kind,
-                bound.store_id,
-                bound.origin,
-                bound.source_store_id,
-                b.may_write,
-                bound.head.caps,
-                figures,
-            )
-        )
-    outbox.append_all(conn, events)
-    return rows
-
-
-def _bind_one(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolved) -> Bound:
+def bind_store(conn: Connection, plan: BindPlan, b: Binding, resolved: Resolved) -> Bound:
+    """Mints, joins or shares the store `b` asks for, as resolved by the copy rules, and makes the plan's
+    agent a holder."""
     run_id = plan.run_id
     if b.kind == Kind.SKILLS:
         return _bind_skills(conn, plan, b, resolved)
@@ -255,5 +194,15 @@ def hold(
             active=True,
             watermark=head.figures.writes,
             read_set_id=read_set_id,
+        )
+    )
+
+
+def add_agent(
+    conn: Connection, run_id: str, agent_id: str, profile: str, cause: str, parent_agent_id: str
+) -> None:
+    conn.execute(
+        AGENTS.insert().values(
+            run_id=run_id, agent_id=agent_id, profile=profile, parent_agent_id=parent_agent_id, cause=cause
         )
     )

@@ -12,8 +12,8 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.figures import Caps, Figures
 from ggmodules.core.modules.store import StoreHead
 from ggmodules.core.modules.values import MemoryStrategy
-from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsAgent, MsHolder, MsStore
+from ggmodules.storage.prepared import Prepared, Tx
 
 STORES: Table = MsStore.__table__  # type: ignore[attr-defined]
 HOLDERS: Table = MsHolder.__table__  # type: ignore[attr-defined]

@@ -9,8 +9,8 @@ from collections.abc import Iterable
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.engine import Connection
 
-from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsReadSet
+from ggmodules.storage.prepared import Prepared, Tx
 
 READ_SETS: Table = MsReadSet.__table__  # type: ignore[attr-defined]
 _LOAD = Prepared(select(READ_SETS.c.names).where(READ_SETS.c.id == bindparam("id")))

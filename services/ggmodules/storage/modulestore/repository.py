@@ -1,7 +1,8 @@
 """The ModuleStore repository: every read and write of its tables goes through here.
 
-Mutations run in one transaction each (`mutate`), together with their outbox events and request-log
-entry. Methods taking a `Connection` are the steps a mutation is built from.
+Mutations run in one transaction each (`mutate`, transaction.py), a use case (ggmodules.usecases
+.modulestore) on a unit of work (unit.py), together with their outbox events and request-log entry. Reads
+that decide nothing are methods here.
 """
 
 from __future__ import annotations
@@ -9,75 +10,45 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
-from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
-from ggmodules.core.modules.binding import BindPlan, RosterRow
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
-from ggmodules.core.modules.handover import HandoverPlan, KindResult
-from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
-from ggmodules.core.modules.tools.dispatch import Result, ToolCall
-from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
+from ggmodules.core.modules.views import StoreInfo, StoreView
 from ggmodules.storage.commits import CommitSignal
-from ggmodules.storage.idempotency import RequestKey
+from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
-from ggmodules.storage.modulestore import agent_reads, binding, handover, reading, run_ends, writing
+from ggmodules.storage.modulestore import agent_reads, reading, run_ends
 from ggmodules.storage.modulestore.archive_index import vectors
-from ggmodules.storage.modulestore.events import ORIGIN
-from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
-from ggmodules.storage.modulestore.prepared import Tx
-from ggmodules.storage.modulestore.tables import MsOutboxPosition, MsRequest
+from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition, MsRequest, MsStreamHead
 from ggmodules.storage.modulestore.transaction import Transactions
-from ggmodules.storage.outbox import OutboxPage
+from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
-M = TypeVar("M", bound=Message)
 T = TypeVar("T")
+# The outbox events' `origin`.
+ORIGIN = "modulestore"
 
 
 class ModuleStoreRepository:
     def __init__(self, engine: Engine, *, pinned: bool = False, limits: StoreLimits = DEFAULT_LIMITS) -> None:
         migrate(engine, "modulestore")
         self.limits = limits
-        self.transactions = Transactions(engine, pinned=pinned)
-        self.outbox = FastOutbox(ORIGIN)
-        self.requests = FastRequestLog()
+        self.outbox = Outbox(ORIGIN, MsOutbox, MsStreamHead)
+        self.requests = RequestLog(MsRequest)
         self.committed = CommitSignal()  # notified after every mutation: wakes WatchOutbox streams
+        self.transactions = Transactions(engine, self.outbox, self.requests, self.committed, pinned=pinned)
+        # The one transaction path: `mutate(request key, use case on a unit of work, response type)`.
+        self.mutate = self.transactions.mutate
         self.positions = OutboxPositions(self.outbox, MsOutboxPosition)
         self.request_table = MsRequest.__table__  # type: ignore[attr-defined]
 
-    def mutate(self, key: RequestKey | None, apply: Callable[[Connection], M], response_type: type[M]) -> M:
-        response = self.transactions.mutate(self.requests, key, apply, response_type)
-        self.committed.notify()
-        return response
-
-    def mutate_prepared(self, key: RequestKey | None, apply: Callable[[Tx], M], response_type: type[M]) -> M:
-        """For mutations built only from prepared statements: the write path."""
-        response = self.transactions.mutate_prepared(self.requests, key, apply, response_type)
-        self.committed.notify()
-        return response
+    # ---- reads --------------------------------------------------------------------------------------
 
     def read(self, fn: Callable[[Connection], T]) -> T:
         return self.transactions.read(fn)
-
-    # ---- steps of mutations -------------------------------------------------------------------------
-
-    def bind(self, conn: Connection, plan: BindPlan) -> list[RosterRow]:
-        return binding.bind(conn, self.outbox, plan)
-
-    def handover(self, conn: Connection, plan: HandoverPlan) -> tuple[list[RosterRow], list[KindResult]]:
-        return handover.handover(conn, self.outbox, plan)
-
-    def write(self, conn: Connection | Tx, run_id: str, agent_id: str, store_id: str, op: Op) -> WriteResult:
-        return writing.write(conn, self.outbox, run_id, agent_id, store_id, op, self.limits)
-
-    def call_tool(self, conn: Connection, run_id: str, agent_id: str, call: ToolCall) -> Result:
-        return agent_reads.call_tool(conn, self.outbox, run_id, agent_id, call, self.limits)
-
-    # ---- reads --------------------------------------------------------------------------------------
 
     def get_store(
         self, run_id: str, store_id: str, agent_id: str, after_seq: int, page_size: int

@@ -1,11 +1,7 @@
-"""Handover: one transaction hands a predecessor's modules to its successor (R19-R24, R27, R30-R31, R35).
-
-Checked first: the predecessor exists, has not handed on, and holds what the plan says. Then per kind the
-successor's store is carried (same store; caps re-pointed only for a sole holder, R22; the window's
-system-prompt slot emptied, R24), re-pointed to a named store (R35), or minted/joined anew; every holder
-row of the predecessor goes inactive. Then the events, in this order: a drain on the predecessor's stream
-per store it lets go of (R30), the successor's roster (R32), one restate per module the successor holds
-(R31).
+"""Handover's storage steps (usecases/modulestore/handover.py decides): what the predecessor holds, locked
+as writes lock it, and per kind the successor's store: carried (same store; caps re-pointed only for a
+sole holder, R22; the window's system-prompt slot emptied, R24), re-pointed to a named store (R35), or
+minted/joined anew.
 """
 
 from __future__ import annotations
@@ -16,47 +12,40 @@ from typing import Any
 from sqlalchemy import func, select, update
 from sqlalchemy.engine import Connection
 
-from ggmodules.core.errors import AlreadyExists
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.copying import resolve
 from ggmodules.core.modules.figures import Caps
-from ggmodules.core.modules.handover import (
-    HandoverKind,
-    HandoverPlan,
-    KindResult,
-    already_handed_on,
-    carried_origin,
-    check_held,
-    check_plan,
-    check_strategy,
-    resolved_caps,
-    with_implicit_drops,
-)
+from ggmodules.core.modules.handover import HandoverKind, HandoverPlan, carried_origin, resolved_caps
 from ggmodules.core.modules.history import HistoryState, forked_figures
 from ggmodules.core.modules.states import decode_state, encode_state
 from ggmodules.core.modules.store import StoreHead
 from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
-from ggmodules.storage.modulestore import handovers, read_sets
+from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.agent_reads import held
 from ggmodules.storage.modulestore.binding import catalogue_of, hold, join_named, mint_store
-from ggmodules.storage.modulestore.events import drain_event, restate_event, roster_event
-from ggmodules.storage.modulestore.fast_log import FastOutbox
-from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
-from ggmodules.storage.modulestore.restating import restated
+from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, head_of, store_row
 
 
 @dataclass(frozen=True, slots=True)
-class _Held:
+class Held:
     """A store the predecessor actively holds: its row, and the predecessor's read set on it."""
 
     row: Any
     read_set_id: str
 
+    @property
+    def store_id(self) -> str:
+        return str(self.row.store_id)
+
+    @property
+    def head(self) -> StoreHead:
+        return head_of(self.row)
+
 
 @dataclass(frozen=True, slots=True)
-class _Received:
+class Received:
     """What the successor holds for one kind."""
 
     outcome: Outcome
@@ -67,50 +56,14 @@ class _Received:
     read_set_id: str = ""
 
 
-def handover(
-    conn: Connection, outbox: FastOutbox, plan: HandoverPlan
-) -> tuple[list[RosterRow], list[KindResult]]:
-    check_plan(plan)
-    run_id, pred, succ = plan.run_id, plan.predecessor_agent_id, plan.successor_agent_id
-    mine = _held_by(conn, run_id, pred)  # refuses an unknown run or predecessor
-    successor = handovers.successor_of(conn, run_id, pred)
-    if successor is not None:
-        raise already_handed_on(pred, successor)
-    if agent_exists(conn, run_id, succ):
-        raise AlreadyExists(
-            f"agent {succ!r} is already bound in run {run_id!r}; a successor is a new agent (R36): mint a "
-            "new agent id",
-            metadata={"agent_id": succ},
-        )
-    check_held(plan, {kind: h.row.store_id for kind, h in mine.items()})
-    entries = with_implicit_drops(plan, mine)
-    for e in entries:
-        if e.outcome == Outcome.CARRIED and e.receive is not None:
-            check_strategy(e.kind, e.receive, MemoryStrategy(mine[e.kind].row.strategy))
-
-    history = plan.entry(Kind.HISTORY)
-    carry_read_set = history is not None and history.outcome == Outcome.CARRIED
-    received: dict[Kind, _Received] = {}
-    results: list[KindResult] = []
-    for e in entries:
-        before = mine.get(e.kind)
-        got = _receive(conn, plan, e, before, carry_read_set)
-        if got is not None:
-            received[e.kind] = got
-        before_id = before.row.store_id if before is not None else ""
-        results.append(KindResult(e.kind, e.outcome, before_id, got.store_id if got else "", e.note))
-
+def let_go(conn: Connection, run_id: str, agent_id: str) -> None:
+    """Every holder row of the predecessor goes inactive."""
     conn.execute(
-        update(HOLDERS).where(HOLDERS.c.run_id == run_id, HOLDERS.c.agent_id == pred).values(active=False)
+        update(HOLDERS).where(HOLDERS.c.run_id == run_id, HOLDERS.c.agent_id == agent_id).values(active=False)
     )
-    conn.execute(AGENTS.insert().values(run_id=run_id, agent_id=succ, profile=plan.profile, cause=plan.cause))
-    handovers.record(conn, run_id, pred, succ, plan.cause)
-    rows = [_roster_row(conn, run_id, kind, received.get(kind)) for kind in Kind]
-    _append_events(conn, outbox, plan, mine, received, rows)
-    return rows, results
 
 
-def _held_by(conn: Connection, run_id: str, agent_id: str) -> dict[Kind, _Held]:
+def held_for_handover(conn: Connection, run_id: str, agent_id: str) -> dict[Kind, Held]:
     """What the predecessor holds. PostgreSQL: its stores are locked first, as writes lock them, so a
     write racing the handover lands before it or is refused after it."""
     if conn.dialect.name == "postgresql":
@@ -121,12 +74,12 @@ def _held_by(conn: Connection, run_id: str, agent_id: str) -> dict[Kind, _Held]:
             .order_by(STORES.c.store_id)
             .with_for_update(of=STORES)
         ).all()
-    return {Kind(row.kind): _Held(row, read_set_id) for row, read_set_id in held(conn, run_id, agent_id)}
+    return {Kind(row.kind): Held(row, read_set_id) for row, read_set_id in held(conn, run_id, agent_id)}
 
 
-def _receive(
-    conn: Connection, plan: HandoverPlan, e: HandoverKind, before: _Held | None, carry_read_set: bool
-) -> _Received | None:
+def receive(
+    conn: Connection, plan: HandoverPlan, e: HandoverKind, before: Held | None, carry_read_set: bool
+) -> Received | None:
     r = e.receive
     if e.outcome == Outcome.DROPPED or r is None:
         return None
@@ -145,11 +98,11 @@ def _receive(
         origin = resolve(kind, b.action, r.origin).origin
     hold(conn, run_id, store_id, plan.successor_agent_id, b, origin, head, read_set_id)
     scope = r.scope if kind == Kind.MEMORIES else MemoryScope.UNSPECIFIED
-    return _Received(e.outcome, store_id, origin, r.may_write, scope, read_set_id)
+    return Received(e.outcome, store_id, origin, r.may_write, scope, read_set_id)
 
 
 def _receive_skills(
-    conn: Connection, plan: HandoverPlan, e: HandoverKind, before: _Held | None, carry_read_set: bool
+    conn: Connection, plan: HandoverPlan, e: HandoverKind, before: Held | None, carry_read_set: bool
 ) -> tuple[str, StoreHead, Origin, str]:
     """The catalogue is the successor's directory's (R16); the read set follows the window: carried with
     it, else empty."""
@@ -212,47 +165,10 @@ def _carry(conn: Connection, predecessor: str, row: Any, wanted: Caps) -> StoreH
     return StoreHead(head.kind, caps, figures, head.head_seq, head.turn, head.strategy, head.directory)
 
 
-def _roster_row(conn: Connection, run_id: str, kind: Kind, got: _Received | None) -> RosterRow:
+def roster_row(conn: Connection, run_id: str, kind: Kind, got: Received | None) -> RosterRow:
     if got is None:
         return RosterRow(kind)
     strategy = MemoryStrategy.UNSPECIFIED
     if kind == Kind.MEMORIES:
         strategy = MemoryStrategy(store_row(conn, run_id, got.store_id).strategy)
     return RosterRow(kind, got.store_id, True, got.origin, got.scope, got.may_write, strategy)
-
-
-def _append_events(
-    conn: Connection,
-    outbox: FastOutbox,
-    plan: HandoverPlan,
-    mine: dict[Kind, _Held],
-    received: dict[Kind, _Received],
-    rows: list[RosterRow],
-) -> None:
-    run_id, pred, succ = plan.run_id, plan.predecessor_agent_id, plan.successor_agent_id
-    kept = {got.store_id for got in received.values()}
-    events = []
-    for kind, h in sorted(mine.items()):
-        if h.row.store_id in kept:
-            continue
-        figures = head_of(h.row).figures
-        if kind == Kind.SKILLS:
-            figures = skills.holder_figures(figures, read_sets.load(conn, h.read_set_id))
-        events.append(drain_event(run_id, pred, kind, h.row.store_id, figures, succ))
-    events.append(
-        roster_event(
-            run_id,
-            succ,
-            plan.profile,
-            "",
-            plan.cause,
-            rows,
-            predecessor_agent_id=pred,
-            opening_note=plan.opening_note,
-        )
-    )
-    for kind, got in sorted(received.items()):
-        row = store_row(conn, run_id, got.store_id)
-        figures, contents = restated(conn, row, read_sets.load(conn, got.read_set_id))
-        events.append(restate_event(run_id, succ, kind, got.store_id, got.outcome, figures, contents, pred))
-    outbox.append_all(conn, events)

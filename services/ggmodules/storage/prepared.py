@@ -1,5 +1,5 @@
-"""Statements for the write path: built with SQLAlchemy Core, compiled once per dialect, run on the
-transaction's own DBAPI cursor.
+"""Prepared statements (the write path, every outbox and request log): built with SQLAlchemy Core,
+compiled once per dialect, run on the transaction's own DBAPI cursor.
 
 Executing a Core statement costs tens of microseconds of SQLAlchemy bookkeeping per call, several times
 what SQLite itself spends; the append latency target leaves no room for that. The statements stay Core
@@ -17,28 +17,30 @@ from sqlalchemy.sql import Executable
 
 
 class Tx:
-    """An open transaction as the write path sees it: a dialect and DBAPI cursors.
+    """An open transaction: its SQLAlchemy connection (`conn`, for Core statements) and one DBAPI cursor
+    (for prepared ones).
 
     Either a SQLAlchemy connection inside `begin()` (`Tx.of(conn)`), or, for SQLite on one pinned
-    connection, a transaction the caller began itself on the DBAPI connection (see transaction.py).
+    connection, a transaction the caller began itself on the DBAPI connection (see
+    modulestore/transaction.py); Core statements run on it then join that transaction.
     """
 
-    __slots__ = ("_cursor", "_dbapi", "_sa", "dialect")
+    __slots__ = ("_cursor", "_dbapi", "conn", "dialect")
 
-    def __init__(self, dialect: Dialect, *, dbapi: Any = None, sa: Connection | None = None) -> None:
-        self.dialect = dialect
+    def __init__(self, conn: Connection, *, dbapi: Any = None) -> None:
+        self.conn = conn
+        self.dialect = conn.dialect
         self._dbapi = dbapi
-        self._sa = sa
         self._cursor: Any = None
 
     @classmethod
     def of(cls, conn: Connection | Tx) -> Tx:
-        return conn if isinstance(conn, Tx) else cls(conn.dialect, sa=conn)
+        return conn if isinstance(conn, Tx) else cls(conn)
 
     def cursor(self) -> Any:
         """One cursor per transaction, reused by every statement (each result is read before the next)."""
         if self._cursor is None:
-            self._cursor = self._dbapi.cursor() if self._sa is None else self._sa.connection.cursor()
+            self._cursor = (self.conn.connection if self._dbapi is None else self._dbapi).cursor()
         return self._cursor
 
 

@@ -1,4 +1,5 @@
-"""The telemetry events ModuleStore appends to its outbox, in the transaction of the change they report."""
+"""The telemetry events ModuleStore appends to its outbox, in the transaction of the change they report:
+built by its use cases (ggmodules.usecases.modulestore), appended by storage as they are."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ from ggmodules.wire.modulestore import (
     roster_row_pb,
 )
 
-ORIGIN = "modulestore"
 # Kinds whose snapshots carry no contents (R44): their contents are read off the holder's stream.
 NO_SNAPSHOT_CONTENTS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
 

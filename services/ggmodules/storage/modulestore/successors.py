@@ -5,8 +5,8 @@ from __future__ import annotations
 from sqlalchemy import Table, bindparam, select
 from sqlalchemy.engine import Connection
 
-from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsHandover
+from ggmodules.storage.prepared import Prepared, Tx
 
 HANDOVERS: Table = MsHandover.__table__  # type: ignore[attr-defined]
 _SUCCESSOR = Prepared(

@@ -1,0 +1,123 @@
+"""Write: who may write, the write applied, and the events it makes (R28, R29), in the caller's transaction.
+
+The writer must hold the store, actively (not let go of, not handed on), and may write there (not
+read-only). The writer's stream gets the write event (R28); every other active holder gets a snapshot of
+its own state on its own stream (R29), a read-set change only the holders aliasing that read set.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.errors import PermissionDenied, Reason
+from ggmodules.core.kinds import Kind
+from ggmodules.core.modules import skills
+from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
+from ggmodules.core.modules.contents import Contents, SkillsContents
+from ggmodules.core.modules.handover import handed_on
+from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op, ReadSkill
+from ggmodules.core.modules.states import KindState
+from ggmodules.core.modules.store import Applied
+from ggmodules.core.modules.views import WriteResult
+from ggmodules.core.modules.write import apply_write
+from ggmodules.usecases.modulestore.port import Holder, WriteUnit
+from ggmodules.wire.modulestore_events import snapshot_event, write_event
+
+
+def write(
+    unit: WriteUnit,
+    run_id: str,
+    agent_id: str,
+    store_id: str,
+    op: Op,
+    limits: StoreLimits = DEFAULT_LIMITS,
+) -> WriteResult:
+    """The one write entry point (Write, CallTool, Session): applies `op` by `agent_id` to `store_id`."""
+    holders = unit.holders(run_id, store_id)
+    if not holders:
+        raise unit.missing(run_id, agent_id, store_id)
+    writer = _writer(unit, holders, run_id, agent_id, store_id)
+    head = holders[0].head()
+    state: KindState = None
+    if type(op) not in LOG_OPS:
+        state = unit.state(run_id, store_id, head.kind)
+    read_set_id = writer.read_set_id or ""
+    read_set = unit.read_set(read_set_id) if head.kind == Kind.SKILLS else ()
+
+    applied = apply_write(head, op, state, agent_id, read_set, limits)
+    unit.persist(run_id, store_id, read_set_id, applied)
+
+    new = applied.head
+    figures = new.figures
+    if head.kind == Kind.SKILLS:
+        figures = skills.holder_figures(figures, read_set if applied.read_set is None else applied.read_set)
+    written = write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
+    snapshots = _snapshots(unit, holders, run_id, agent_id, store_id, op, applied, read_set_id)
+    unit.append([written, *snapshots])
+    return WriteResult(
+        store_id,
+        figures,
+        task_id=applied.task_id,
+        issue_id=applied.issue_id,
+        thread_id=applied.thread_id,
+        last_seq=new.head_seq if head.kind == Kind.HISTORY else 0,
+        turn=new.turn,
+    )
+
+
+def _writer(unit: WriteUnit, holders: Sequence[Holder], run_id: str, agent_id: str, store_id: str) -> Holder:
+    writer = next((h for h in holders if h.agent_id == agent_id), None)
+    if writer is None or not writer.active:
+        error = unit.missing(run_id, agent_id, store_id)
+        if error.reason in (Reason.RUN_NOT_FOUND, Reason.AGENT_NOT_FOUND):
+            raise error
+        successor = unit.successor_of(run_id, agent_id)
+        if successor is not None:
+            raise handed_on(agent_id, successor)
+        raise unit.not_a_holder(run_id, agent_id, store_id, let_go=writer is not None)
+    if not writer.may_write:
+        raise PermissionDenied(
+            f"agent {agent_id!r} holds {store_id!r} read-only; its profile does not let it write there",
+            reason=Reason.READ_ONLY,
+            metadata={"agent_id": agent_id, "store_id": store_id},
+        )
+    return writer
+
+
+def _snapshots(
+    unit: WriteUnit,
+    holders: Sequence[Holder],
+    run_id: str,
+    agent_id: str,
+    store_id: str,
+    op: Op,
+    applied: Applied,
+    writer_read_set: str,
+) -> list[event_pb2.Event]:
+    """Every other active holder re-emits its own state (R29), on its own stream. A read-set change
+    concerns only the holders aliasing that read set."""
+    others = [h for h in holders if h.agent_id is not None and h.agent_id != agent_id and h.active]
+    if isinstance(op, ReadSkill):
+        others = [h for h in others if h.read_set_id == writer_read_set]
+    if not others:
+        return []
+    kind, figures = applied.head.kind, applied.head.figures
+    contents: Contents | None = applied.delta
+    events = []
+    if not isinstance(applied.delta, SkillsContents):  # one snapshot for all: built once, copied per holder
+        template = snapshot_event(run_id, "", kind, store_id, figures, contents, agent_id)
+        for h in others:
+            event = event_pb2.Event()
+            event.CopyFrom(template)
+            event.agent_id = h.agent_id or ""
+            events.append(event)
+        return events
+    sets = unit.read_sets(h.read_set_id or "" for h in others)
+    for h in others:
+        assert h.agent_id is not None
+        theirs = sets.get(h.read_set_id or "", ())
+        holder_figures = skills.holder_figures(figures, theirs)
+        contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
+        events.append(snapshot_event(run_id, h.agent_id, kind, store_id, holder_figures, contents, agent_id))
+    return events
