@@ -11,10 +11,10 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.registry.fsm import Fsm, FsmEdgeInput, FsmInput, FsmStateInput
 from ggmodules.core.registry.plans import BindPlan, RosterRow
 from ggmodules.core.registry.profiles import ModuleInput, Profile, ProfileInput
+from ggmodules.core.registry.records import InstanceRecord, RunRecord
 from ggmodules.core.registry.vocabulary import MemoryScope, MemoryStrategy, Origin
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.registry.v1 import registry_pb2
-from ggmodules.storage.registry import InstanceRecord, RunRecord
 
 # -- requests into the domain
 

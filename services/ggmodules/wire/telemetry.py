@@ -1,16 +1,16 @@
-"""Conversion between Telemetry's protobuf messages and its domain and storage types."""
+"""Conversion between Telemetry's protobuf messages and its domain types."""
 
 from __future__ import annotations
 
 from ggmodules.common.v1 import common_pb2, event_pb2
 from ggmodules.core.telemetry.turns import TurnReport, validate_turn
-from ggmodules.storage.telemetry import StoredEvent
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 
 
-def stream_event(stored: StoredEvent) -> pb.SubscribeResponse:
-    return pb.SubscribeResponse(event=telemetry_pb2.StreamEvent(cursor=stored.cursor, event=stored.event))
+def stream_event(cursor: int, event: event_pb2.Event) -> pb.SubscribeResponse:
+    """A stored event at its cursor in the log."""
+    return pb.SubscribeResponse(event=telemetry_pb2.StreamEvent(cursor=cursor, event=event))
 
 
 def heartbeat(head_cursor: int) -> pb.SubscribeResponse:

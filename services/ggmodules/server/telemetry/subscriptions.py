@@ -25,4 +25,4 @@ async def subscribe(log: EventLog, request: pb.SubscribeRequest) -> AsyncIterato
             yield heartbeat(item.cursor)
         else:
             for stored in item:
-                yield stream_event(stored)
+                yield stream_event(stored.cursor, stored.event)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sqlalchemy import delete, select, update
@@ -19,6 +18,7 @@ from sqlalchemy.engine import Connection, Engine
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.registry.plans import RosterRow
+from ggmodules.core.registry.records import InstanceRecord, RunRecord
 from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.storage.commits import CommitSignal
@@ -38,7 +38,6 @@ from ggmodules.storage.registry.tables import (
 
 T = TypeVar("T")
 ORIGIN = "registry"
-SUCCESSOR_CAUSES = ("transition", "exec")
 
 _runs = RegRunRow.__table__  # type: ignore[attr-defined]
 _instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
@@ -47,42 +46,6 @@ _counters = RegAgentCounterRow.__table__  # type: ignore[attr-defined]
 
 def now_us() -> int:
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True)
-class RunRecord:
-    run_id: str
-    spec: RunSpec
-    status: RunStatus
-    status_detail: str
-    created_us: int
-    seq: int = 0
-
-
-@dataclass(frozen=True)
-class InstanceRecord:
-    run_id: str
-    agent_id: str
-    profile: str
-    # The agent this instance came from: its spawner or original (open/spawn/fork), or its predecessor
-    # (transition/exec).
-    parent_agent_id: str
-    cause: str
-    fsm_state: str
-    roster: tuple[RosterRow, ...]
-    created_us: int
-    seq: int = 0
-    pending: bool = False
-    bind_request: bytes = b""
-    # Transfer successors only: the predecessor while reserved; released once a rollback dropped it.
-    reserved_for: str = ""
-    released: bool = False
-    opening_note: str = ""
-    successor_agent_id: str = ""
-
-    @property
-    def is_successor(self) -> bool:
-        return self.cause in SUCCESSOR_CAUSES
 
 
 class RegistryRepository:
