@@ -2,16 +2,19 @@
 state out (`evolve`). Pure: no I/O, no clock (the time comes in), no grpc, no SQL. The driver
 (server.transfer.driver) runs the commands and feeds their outcomes back.
 
-Forward, each step applied once by request id (R49), the journal written after each one that changed
-something elsewhere (kill -9 at any point resumes from the last journaled step and repeats the step after it,
-which its request id makes a no-op):
-    ASKED --Plan--> (planned and reserved in Registry) --Journal--> RESERVED --HandOver--> HANDED_OVER
-    --Complete--> COMPLETED, then Finish.
+Forward, each step applied once by request id (R49); kill -9 at any point resumes from the last journaled
+step and repeats the steps after it, which their request ids make no-ops:
+    ASKED --Plan--> (planned and reserved in Registry) --Journal--> RESERVED --HandOver--> (handed over)
+    --Complete--> COMPLETED --Journal-->, then Finish.
+The handover and the completion are journaled in one write. A step that cannot be taken now (a service
+unreachable) leaves the transfer pending; the driver first journals how far it got (e.g. HANDED_OVER, so
+a resume never depends on ModuleStore still remembering the handover's request id).
 A refusal before the handover journals the refusal, undoes what was done (ends the run internal_error
 for R26, releases the reservation) and journals FAILED; with nothing to undo it journals FAILED at once.
 From HANDED_OVER on the transfer only rolls forward. Crash points (`after` on a command, 0-4) name where a
 test may kill the process: 0 the journaled ask (the driver's insert), 1 the plan answered but not yet
-journaled, 2 reserved, 3 handed over, 4 completed (journaled, not yet answered).
+journaled, 2 reserved, 3 handed over (answered, journaled only with the completion), 4 completed (journaled,
+not yet answered).
 """
 
 from __future__ import annotations
@@ -202,8 +205,12 @@ def asked(
 def decide(saga: Saga) -> Command:
     """The next command for a transfer in this state."""
     r = saga.record
+    forward = r.state is not TransferState.FAILED and not r.failure_code
+    if not saga.journaled and forward and r.step == Step.HANDED_OVER and r.state is TransferState.PENDING:
+        # The handover's outcome is journaled with the completion, in one write: repeated after a crash,
+        # the handover answers the same under its request id.
+        return completion(r)
     if not saga.journaled:
-        forward = r.state is not TransferState.FAILED and not r.failure_code
         return Journal(r, after=r.step if forward else None)
     if r.state is not TransferState.PENDING:
         return Finish(r)
@@ -222,7 +229,7 @@ def decide(saga: Saga) -> Command:
             r.successor_fsm_state,
         )
     if r.step == Step.RESERVED:
-        return HandOver(f"{tid}/handover", r.plan, r.successor_agent_id)
+        return HandOver(f"{tid}/handover", r.plan, r.successor_agent_id, after=int(Step.HANDED_OVER))
     return completion(r)
 
 

@@ -100,7 +100,14 @@ class Driver:
             if isinstance(command, saga.Finish):
                 holding.ended = True
                 return command.record
-            outcome = await self._execute(command, state.record.transfer_id)
+            try:
+                outcome = await self._execute(command, state.record.transfer_id)
+            except LeaseLost:
+                raise
+            except Exception:
+                if not state.journaled:  # how far it got, before leaving it pending
+                    await self._journal(state.record)
+                raise
             self.reached(command.after)
             state = saga.evolve(state, outcome, now_us())
 
