@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
 from ggmodules.core.kinds import Kind
@@ -26,6 +26,18 @@ from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.agent_reads import held
 from ggmodules.storage.modulestore.binding import catalogue_of, hold, join_named, mint_store
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, head_of, store_row
+
+# Built once: building a statement costs more than SQLite running it.
+_OTHER_HOLDERS = (
+    select(func.count())
+    .select_from(HOLDERS)
+    .where(
+        HOLDERS.c.run_id == bindparam("run_id"),
+        HOLDERS.c.store_id == bindparam("store_id"),
+        HOLDERS.c.agent_id != bindparam("agent_id"),
+        HOLDERS.c.active,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,14 +149,7 @@ def _carry(conn: Connection, predecessor: str, row: Any, wanted: Caps) -> StoreH
     alone (R22), contents over a tighter cap kept (R23), the window's system-prompt slot empty (R24)."""
     head = head_of(row)
     others = conn.execute(
-        select(func.count())
-        .select_from(HOLDERS)
-        .where(
-            HOLDERS.c.run_id == row.run_id,
-            HOLDERS.c.store_id == row.store_id,
-            HOLDERS.c.agent_id != predecessor,
-            HOLDERS.c.active,
-        )
+        _OTHER_HOLDERS, {"run_id": row.run_id, "store_id": row.store_id, "agent_id": predecessor}
     ).scalar_one()
     caps = resolved_caps(head.caps, wanted, sole_holder=others == 0)
     values: dict[str, Any] = {}

@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, cast, func, literal, or_, select, update
+from sqlalchemy import BigInteger, ColumnElement, bindparam, cast, func, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
-from ggmodules.core.transfer.records import TransferRecord
+from ggmodules.core.transfer.record import TransferRecord
 from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.migrations import migrate
@@ -33,6 +33,10 @@ _MUTABLE = (
     "successor_agent_id", "handover", "failure", "failure_code", "failure_reason", "failure_metadata",
     "completed_us",
 )
+
+# Built once: building a statement costs more than SQLite running it.
+_BY_REQUEST = select(_transfers).where(_transfers.c.request_id == bindparam("request_id"))
+_BY_ID = select(_transfers).where(_transfers.c.transfer_id == bindparam("transfer_id"))
 
 
 def now_us() -> int:
@@ -63,7 +67,7 @@ class TransferUnit:
 
     def by_request(self, request_id: str, request_hash: str) -> TransferRecord | None:
         """The transfer journaled under this request id; reuse with another request is refused."""
-        row = self.conn.execute(select(_transfers).where(_transfers.c.request_id == request_id)).first()
+        row = self.conn.execute(_BY_REQUEST, {"request_id": request_id}).first()
         if row is None:
             return None
         if row.request_hash != request_hash:
@@ -93,7 +97,7 @@ class TransferUnit:
         return _record(row)
 
     def get(self, transfer_id: str) -> TransferRecord:
-        row = self.conn.execute(select(_transfers).where(_transfers.c.transfer_id == transfer_id)).one()
+        row = self.conn.execute(_BY_ID, {"transfer_id": transfer_id}).one()
         return _record(row)
 
     def add(self, record: TransferRecord, owner: str = "", lease_seconds: float = 0) -> None:
@@ -111,7 +115,7 @@ class TransferUnit:
 
     def save(self, record: TransferRecord, owner: str = "") -> bool:
         """Journals a later step of a pending transfer; False when it has already moved past it, or when
-        `owner` (if given) no longer holds its lease."""
+        `owner` (if given) no longer holds its lease. A transfer that ended gives its lease up with it."""
         conditions = [
             _transfers.c.transfer_id == record.transfer_id,
             _transfers.c.state == int(TransferState.PENDING),
@@ -119,7 +123,10 @@ class TransferUnit:
         ]
         if owner:
             conditions.append(_transfers.c.lease_owner == owner)
-        result = self.conn.execute(update(_transfers).where(*conditions).values(**_values(record)))
+        values = _values(record)
+        if record.state is not TransferState.PENDING:
+            values.update(lease_owner="", lease_expires_us=0)
+        result = self.conn.execute(update(_transfers).where(*conditions).values(**values))
         return bool(result.rowcount)
 
     def lease(self, transfer_id: str, owner: str, seconds: float) -> bool:

@@ -1,10 +1,22 @@
-"""A transfer's journal entry, as Transfer's repository reads it back and its wire converts it."""
+"""A transfer as its journal holds it: what was asked, how far it got, and how it ended."""
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass, field
 
 from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+
+
+class Step(enum.IntEnum):
+    """The last step journaled. PLANNED is only ever read: an earlier version journaled its plan before it
+    reserved the successor; planning and reserving are one Registry call now, journaled as RESERVED."""
+
+    ASKED = 0
+    PLANNED = 1
+    RESERVED = 2
+    HANDED_OVER = 3
+    COMPLETED = 4
 
 
 @dataclass(frozen=True)
@@ -23,9 +35,11 @@ class TransferRecord:
     successor_profile: str = ""
     successor_fsm_state: str = ""
     leave_fsm: bool = False
+    # The HandoverRequest to send (serialized; opaque here), without its request id.
     plan: bytes = b""
     opening_note: str = ""
     successor_agent_id: str = ""
+    # ModuleStore's HandoverResponse (serialized; opaque here).
     handover: bytes = b""
     failure: str = ""
     failure_code: str = ""
