@@ -25,7 +25,7 @@ from ggmodules.runtime.credentials import Role, Signer, new_signing_key
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from tests.harness import CREDENTIALS, NONE, Suite, status_of, stubs
-from tests.registry.builders import edge, fsm, full_profile, store_ids
+from tests.harness.registry import edge, fsm, full_profile, store_ids
 
 DENIED = grpc.StatusCode.PERMISSION_DENIED
 UNAUTH = grpc.StatusCode.UNAUTHENTICATED

@@ -23,9 +23,9 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES
-from tests.bad_input.world import error_info, rich_status
+from tests.bad_input._support.world import error_info, rich_status
 from tests.harness import InProcessService, Suite, drop_database, new_database_url, service_config, stubs
-from tests.modulestore.plans import Agent, contents, new_run, open_agent, write
+from tests.harness.modulestore import Agent, contents, new_run, open_agent, write
 
 TEXT = "y" * 250_000  # just under the 256 KiB one text may hold
 SAID = [ms.MessageInput(role="user", content=TEXT)]

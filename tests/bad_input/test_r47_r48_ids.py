@@ -22,10 +22,10 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
-from tests.bad_input.world import error_info, rich_status
+from tests.bad_input._support.world import error_info, rich_status
 from tests.harness import Suite
 from tests.harness import stubs as service_stubs
-from tests.registry.builders import (
+from tests.harness.registry import (
     all_run_ids,
     create_run,
     edge,
@@ -34,8 +34,8 @@ from tests.registry.builders import (
     instance_ids,
     open_instance,
 )
-from tests.registry.builders import store_ids as stores_of
-from tests.transfer.flows import instance
+from tests.harness.registry import store_ids as stores_of
+from tests.harness.transfers import instance
 
 NUL = "\x00"
 

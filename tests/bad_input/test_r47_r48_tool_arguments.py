@@ -9,9 +9,9 @@ import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.bad_input.world import error_info, rich_status
+from tests.bad_input._support.world import error_info, rich_status
 from tests.harness import Suite, stubs
-from tests.modulestore.plans import contents, new_run, open_agent
+from tests.harness.modulestore import contents, new_run, open_agent
 
 DEEP = {
     "50,000 nested brackets": "[" * 50_000,

@@ -16,10 +16,10 @@ from ggmodules.core.errors import InvalidArgument, Reason
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.runtime.errors import MESSAGE_BYTES, to_status
-from tests.bad_input.world import error_info, rich_status
+from tests.bad_input._support.world import error_info, rich_status
 from tests.harness import Suite, stubs
-from tests.modulestore.plans import contents, new_run, open_agent, write
-from tests.registry.builders import full_profile
+from tests.harness.modulestore import contents, new_run, open_agent, write
+from tests.harness.registry import full_profile
 
 CLIENT_METADATA_LIMIT = 16 * 1024
 SMILES = "\U0001f600" * 10_000

@@ -8,7 +8,7 @@ import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
-from tests.bad_input.world import OUTBOX, SERVICES, World, error_info, rich_status
+from tests.bad_input._support.world import OUTBOX, SERVICES, World, error_info, rich_status
 
 # (service that serves it, method): unary and streaming RPCs of every service.
 RPCS: list[tuple[str, MethodDescriptor]] = [

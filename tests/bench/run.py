@@ -615,7 +615,7 @@ def auth_figures(directory: Path, quick: bool) -> None:
     print(f"  the credential check adds {added:+.1f}% to append p50 (target <= 10%: {verdict})")
 def telemetry_jetstream_figures(quick: bool) -> None:
     """Write-to-subscriber and fan-out with Telemetry's event log on NATS JetStream (a stream of its own)."""
-    from tests.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url
+    from tests.harness.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url
 
     if not NATS_URL:
         print(f"\n(Telemetry JetStream figures left out: {NO_NATS})")

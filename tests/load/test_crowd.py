@@ -20,9 +20,9 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 from tests.harness import Suite, stubs
-from tests.load.crowd import SIX, Client, Tally, crowd
-from tests.registry.builders import create_run, edge, fsm, module, profile
-from tests.transfer.flows import markers
+from tests.harness.crowd import SIX, Client, Tally, crowd
+from tests.harness.registry import create_run, edge, fsm, module, profile
+from tests.harness.transfers import markers
 
 CLIENTS = 16
 SPAWNS = 3  # per client: 16 roots and 48 subagents hold the board before the rounds start

@@ -29,7 +29,7 @@ from tests.harness import (
     status_of,
     stubs,
 )
-from tests.modulestore.plans import (
+from tests.harness.modulestore import (
     Agent,
     Stub,
     fork_agent,

@@ -8,7 +8,7 @@ from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, append, b, bind, contents, new_run, open_agent, refusal, write
+from tests.harness.modulestore import Stub, append, b, bind, contents, new_run, open_agent, refusal, write
 
 
 def test_r23_a_write_over_the_item_cap_is_refused_and_changes_nothing(modulestore: Stub) -> None:

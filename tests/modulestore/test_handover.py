@@ -13,7 +13,7 @@ from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import status_of
-from tests.modulestore.handing import (
+from tests.harness.handing import (
     carry,
     carry_all,
     drop,
@@ -27,7 +27,7 @@ from tests.modulestore.handing import (
     request,
     store,
 )
-from tests.modulestore.plans import (
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,

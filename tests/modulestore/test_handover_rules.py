@@ -11,8 +11,8 @@ from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import error_metadata, status_of
-from tests.modulestore.handing import carry, carry_all, hand_over, holders, store
-from tests.modulestore.plans import (
+from tests.harness.handing import carry, carry_all, hand_over, holders, store
+from tests.harness.modulestore import (
     Stub,
     append,
     contents,

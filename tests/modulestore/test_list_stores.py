@@ -6,7 +6,7 @@ import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, new_run, open_agent, refusal
+from tests.harness.modulestore import Stub, new_run, open_agent, refusal
 
 
 def test_list_stores_pages_through_every_store_once(modulestore: Stub) -> None:

@@ -7,7 +7,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, contents, fork_agent, new_run, open_agent, refusal, write
+from tests.harness.modulestore import Stub, contents, fork_agent, new_run, open_agent, refusal, write
 
 
 def test_markdown_index_files_are_written_replaced_and_deleted(modulestore: Stub) -> None:

@@ -7,7 +7,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, contents, new_run, open_agent, refusal, write
+from tests.harness.modulestore import Stub, contents, new_run, open_agent, refusal, write
 
 
 def test_tasks_edges_can_be_added_and_removed_without_cycles(modulestore: Stub) -> None:

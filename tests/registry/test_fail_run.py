@@ -12,7 +12,7 @@ from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.repository import ORIGIN
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
 from tests.harness import Suite
-from tests.registry.builders import create_run, full_profile, open_instance, profile, refused
+from tests.harness.registry import create_run, full_profile, open_instance, profile, refused
 
 DETAIL = "transfer t-1: reviewer-0 does not hold memories, which the edge plan -> code carries"
 

@@ -11,7 +11,7 @@ from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreSer
 from ggmodules.runtime.security import Security
 from ggmodules.server.registry.binder import ModuleStoreBinder
 from tests.harness import CREDENTIALS, Suite
-from tests.registry.builders import refused
+from tests.harness.registry import refused
 
 
 def test_r47_a_modulestore_refusal_is_passed_on_as_modulestore_gave_it(

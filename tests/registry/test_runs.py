@@ -12,7 +12,7 @@ from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.repository import ORIGIN
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
 from tests.harness import Suite
-from tests.registry.builders import create_run, fork, full_profile, open_instance, profile, refused, spawn
+from tests.harness.registry import create_run, fork, full_profile, open_instance, profile, refused, spawn
 
 
 def test_a_run_is_created_running_and_read_back_as_it_runs(registry: RegistryStub) -> None:

@@ -21,8 +21,8 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
-from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile
-from tests.transfer.flows import (
+from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile
+from tests.harness.transfers import (
     events_after,
     head,
     holders,

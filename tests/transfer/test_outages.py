@@ -31,8 +31,8 @@ from tests.harness import (
     service_config,
     stubs,
 )
-from tests.registry.builders import create_run, full_profile, open_instance
-from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
+from tests.harness.registry import create_run, full_profile, open_instance
+from tests.harness.transfers import events_after, head, instance, instance_ids, put_everything, refused, shape
 
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 POLL_FIRST, POLL_MAX = 0.01, 0.5

@@ -14,8 +14,8 @@ from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from tests.harness import credit
-from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
-from tests.transfer.flows import (
+from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
+from tests.harness.transfers import (
     events_after,
     exec_,
     exec_kept_state_unchecked,

@@ -21,10 +21,10 @@ from ggmodules.registry.v1 import registry_service_pb2
 from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bad_input.requests import Pools
+from tests.bad_input._support.requests import Pools
 from tests.harness import NONE, WALLET, Suite, stubs
-from tests.registry.builders import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
-from tests.transfer.flows import put_everything, transition
+from tests.harness.registry import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
+from tests.harness.transfers import put_everything, transition
 
 SERVICES = {
     "registry": registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"],

@@ -23,7 +23,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from tests.harness import status_of
-from tests.registry.builders import KIND_WORD
+from tests.harness.registry import KIND_WORD
 
 SIX = ("history", "memories", "tasks", "board", "skills", "archive")
 # Enough for any contention the services refuse after their own retries; a test fails on more.

@@ -1,6 +1,6 @@
 # ruff: noqa: E501
 """Hand mutations, one or more per rule: each breaks the rule in the production code and names the tests that
-must then fail. `python -m tests.mutants [ID ...]` applies each mutation in turn, runs its tests on SQLite,
+must then fail. `python -m tests.tools.mutants [ID ...]` applies each mutation in turn, runs its tests on SQLite,
 restores the file and reports whether its tests caught it (killed, naming each test that failed) or not
 (survived).
 
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SRC = "services/ggmodules/"
 
 

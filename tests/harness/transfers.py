@@ -20,7 +20,7 @@ from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.wire.registry import roster_from_proto
 from ggmodules.wire.transfer import handover_request, run_spec
 from tests.harness import status_of
-from tests.registry.builders import KIND_WORD, rows
+from tests.harness.registry import KIND_WORD, rows
 
 KIND = {word: kind for kind, word in KIND_WORD.items()}
 OUTCOME = {
