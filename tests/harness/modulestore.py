@@ -6,11 +6,8 @@ would (to see it refused)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
@@ -20,7 +17,6 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.wire.registry import bind_request, roster_from_proto
-from tests.harness import status_of
 
 Stub = svc_grpc.ModuleStoreServiceStub
 KINDS = [c.KIND_HISTORY, c.KIND_MEMORIES, c.KIND_TASKS, c.KIND_BOARD, c.KIND_SKILLS, c.KIND_ARCHIVE]
@@ -205,13 +201,3 @@ def streams(stub: Stub, run_id: str) -> dict[str, list[event_pb2.Event]]:
 def shape(stream: list[event_pb2.Event]) -> list[tuple[str, str]]:
     """(body, store_id) per event: the sequence a stream test asserts."""
     return [(ev.WhichOneof("body") or "", ev.store_id) for ev in stream]
-
-
-def refusal(call: Callable[[], object]) -> tuple[grpc.StatusCode, str, str]:
-    """Calls `call`, expecting a refusal; its code, ErrorInfo reason and message."""
-    try:
-        call()
-    except grpc.RpcError as err:
-        code, reason = status_of(err)
-        return code, reason, err.details() or ""  # type: ignore[attr-defined]
-    raise AssertionError("the call was expected to be refused")

@@ -1,7 +1,8 @@
 """Refusals as a test reads them: one parser (`refusal_of`) for every gRPC error a test inspects.
 
 `refused(call, *args)` makes the call, expects a refusal and returns it; `assert_refused(call, code, reason)`
-also checks its code and ErrorInfo reason. A `Refusal` unpacks as `code, reason, metadata, message`.
+also checks its code and ErrorInfo reason. A `Refusal` unpacks (and slices) as
+`code, reason, metadata, message`.
 `status_of` and `error_metadata` are the two views most assertions compare.
 """
 
@@ -33,6 +34,9 @@ class Refusal:
 
     def __iter__(self) -> Iterator[Any]:
         return iter((self.code, self.reason, self.metadata, self.message))
+
+    def __getitem__(self, index: Any) -> Any:
+        return (self.code, self.reason, self.metadata, self.message)[index]
 
 
 def rich_status(err: Any) -> status_pb2.Status | None:

@@ -10,18 +10,9 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import error_metadata, status_of
+from tests.harness import error_metadata, refused, status_of
 from tests.harness.handing import carry, carry_all, hand_over, holders, store
-from tests.harness.modulestore import (
-    Stub,
-    append,
-    contents,
-    events,
-    new_run,
-    open_agent,
-    refusal,
-    write,
-)
+from tests.harness.modulestore import Stub, append, contents, events, new_run, open_agent, write
 
 
 def test_r21_carried_modules_take_the_successors_caps_and_mode(modulestore: Stub) -> None:
@@ -38,7 +29,7 @@ def test_r21_carried_modules_take_the_successors_caps_and_mode(modulestore: Stub
         False,
         True,
     )
-    code, reason, _ = refusal(
+    code, reason, *_ = refused(
         lambda: write(modulestore, coder, c.KIND_MEMORIES, write_pad=svc.WritePad(text="mine"))
     )
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
@@ -85,12 +76,12 @@ def test_r23_contents_over_a_tighter_cap_stay_and_only_adding_writes_are_refused
     tasks = contents(modulestore, coder, c.KIND_TASKS)
     assert [t.title for t in tasks.contents.tasks.tasks] == ["a", "b", "c"]
 
-    code, reason, _ = refusal(
+    code, reason, *_ = refused(
         lambda: write(modulestore, coder, c.KIND_TASKS, create_task=svc.CreateTask(title="d"))
     )
     assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
     assert contents(modulestore, coder, c.KIND_TASKS) == tasks
-    code, reason, _ = refusal(lambda: append(modulestore, coder, "more"))
+    code, reason, *_ = refused(lambda: append(modulestore, coder, "more"))
     assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
 
     # Writes that add nothing go through though the store is over its cap.
@@ -118,7 +109,7 @@ def test_r24_the_window_arrives_with_an_empty_slot_its_thread_and_its_turn(modul
     assert "system_prompt" not in [m.section for m in render.contributions[0].messages]
 
     write(modulestore, coder, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="You are coder-0."))
-    code, reason, _ = refusal(
+    code, reason, *_ = refused(
         lambda: write(modulestore, coder, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="again"))
     )
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
@@ -137,7 +128,7 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     assert error_metadata(caught.value) == {"agent_id": "planner-0", "successor_agent_id": "coder-0"}
     message = caught.value.details()
     assert "planner-0" in message and "write as coder-0" in message
-    code, reason, message = refusal(
+    code, reason, _, message = refused(
         lambda: modulestore.CallTool(
             svc.CallToolRequest(
                 run_id=p.run_id,
@@ -151,7 +142,7 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     # A store the predecessor never held: still told who to write as.
     fresh_store = open_agent(modulestore, p.run_id, "helper-0")[c.KIND_TASKS]
     outbox = events(modulestore, p.run_id)
-    code, reason, _ = refusal(
+    code, reason, *_ = refused(
         lambda: modulestore.Write(
             svc.WriteRequest(
                 run_id=p.run_id,
@@ -163,7 +154,7 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     )
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
     # A second handover of the same predecessor.
-    code, reason, message = refusal(lambda: hand_over(modulestore, p, "reviewer-0", carry_all()))
+    code, reason, _, message = refused(lambda: hand_over(modulestore, p, "reviewer-0", carry_all()))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON") and "coder-0" in message
     assert events(modulestore, p.run_id) == outbox
     # The successor writes where the predecessor did.

@@ -8,6 +8,7 @@ import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from tests.harness import refused
 from tests.harness.modulestore import (
     Stub,
     bind,
@@ -17,7 +18,6 @@ from tests.harness.modulestore import (
     new_run,
     open_agent,
     open_bindings,
-    refusal,
     write,
 )
 
@@ -43,7 +43,7 @@ def test_r49_a_request_id_reused_for_another_request_is_refused(modulestore: Stu
         request_id=rid,
         append_messages=svc.AppendMessages(messages=messages("one")),
     )
-    code, reason, _ = refusal(
+    code, reason, *_ = refused(
         lambda: write(
             modulestore,
             agent,

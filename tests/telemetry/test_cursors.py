@@ -7,8 +7,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
-from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
@@ -19,22 +17,12 @@ from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import SqlEventLog
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
-from tests.harness import InProcessTelemetry, StreamEnded, Suite, credit, is_write_of, status_of
+from tests.harness import InProcessTelemetry, StreamEnded, Suite, credit, is_write_of, refusal_of, status_of
 from tests.harness.modulestore import new_run, open_agent
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 RETAINED = 10
 SETTLE_ATTEMPTS = 5
-
-
-def error_info(err: grpc.RpcError) -> tuple[grpc.StatusCode, str, dict[str, str]]:
-    status = rpc_status.from_call(err)
-    assert status is not None
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return err.code(), info.reason, dict(info.metadata)
-    raise AssertionError("no ErrorInfo")
 
 
 @pytest.fixture(scope="module")
@@ -118,7 +106,7 @@ def test_r33_a_cursor_past_2_31_is_an_idle_stream_on_every_backend(suite: Suite)
 @pytest.mark.parametrize("heartbeat_ms", [1, 49, 60_001, -5])
 def test_r47_a_heartbeat_out_of_bounds_is_refused_naming_the_bounds(suite: Suite, heartbeat_ms: int) -> None:
     err = suite.subscribe(heartbeat_ms=heartbeat_ms).error()
-    code, reason, metadata = error_info(err)
+    code, reason, metadata, _ = refusal_of(err)
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
     assert metadata == {"field": "heartbeat_ms", "min": "50", "max": "60000"}
     assert "between 50 and 60000" in (err.details() or "")
@@ -153,10 +141,10 @@ def test_r33_a_cursor_older_than_retention_is_out_of_range_with_the_oldest_curso
     assert is_write_of("end")(retained[-1][1])
     oldest = retained[0][0]
 
-    code, reason, metadata = error_info(small.subscribe(after=1).error())
+    code, reason, metadata, _ = refusal_of(small.subscribe(after=1).error())
     assert (code, reason) == (grpc.StatusCode.OUT_OF_RANGE, "CURSOR_EXPIRED")
     assert metadata["oldest_cursor"] == str(oldest)
-    code, reason, metadata = error_info(small.subscribe(run, "coder-0", after=oldest - 2).error())
+    code, reason, metadata, _ = refusal_of(small.subscribe(run, "coder-0", after=oldest - 2).error())
     assert (code, metadata["oldest_cursor"]) == (grpc.StatusCode.OUT_OF_RANGE, str(oldest))
 
     # Resuming just before the oldest retained cursor is fine, and gives exactly what is retained.

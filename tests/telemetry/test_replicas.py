@@ -31,12 +31,12 @@ from tests.harness import (
     needs_postgres,
     new_database_url,
     open_channel,
+    refusal_of,
     service_config,
     stubs,
 )
 from tests.harness.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.test_cursors import error_info
 
 # The longest heartbeat a watcher may ask for: a test waits far less, so only a wake-up can pass it.
 NO_HEARTBEAT_MS = 60_000
@@ -224,7 +224,7 @@ def test_r33_on_jetstream_a_cursor_below_retention_is_out_of_range(tmp_path: Pat
         retained = suite.subscribe().events(8)
         oldest = retained[0][0]
         assert oldest > 1
-        code, reason, metadata = error_info(suite.subscribe(after=1).error())
+        code, reason, metadata, _ = refusal_of(suite.subscribe(after=1).error())
         assert (code, reason, metadata["oldest_cursor"]) == (
             grpc.StatusCode.OUT_OF_RANGE, "CURSOR_EXPIRED", str(oldest)
         )

@@ -12,15 +12,22 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
-from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
-from tests.harness import InProcessTelemetry, Suite, credit, drop_database, new_database_url, status_of
+from tests.harness import (
+    InProcessTelemetry,
+    Refusal,
+    Suite,
+    credit,
+    drop_database,
+    new_database_url,
+    refused,
+    status_of,
+)
 from tests.harness.registry import create_run, full_profile, open_instance, profile, store_ids
 
 Tokens = tuple[int, str, int]
@@ -34,21 +41,9 @@ def report(suite: Suite, run: str, agent: str, turn: int, *modules: Tokens, requ
     return int(suite.tel.ReportTurn(request).cursor)
 
 
-def refusal(suite: Suite, run: str, agent: str, turn: int, *modules: Tokens, request_id: str = "") -> tuple[
-    grpc.StatusCode, str, dict[str, str], str
-]:
+def refusal(suite: Suite, run: str, agent: str, turn: int, *modules: Tokens, request_id: str = "") -> Refusal:
     """The code, reason, ErrorInfo metadata and message of a refused report."""
-    with pytest.raises(grpc.RpcError) as caught:
-        report(suite, run, agent, turn, *modules, request_id=request_id)
-    err = caught.value
-    code, reason = status_of(err)
-    metadata: dict[str, str] = {}
-    found = rpc_status.from_call(err)
-    for detail in found.details if found is not None else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            metadata = dict(info.metadata)
-    return code, reason, metadata, err.details() or ""  # type: ignore[attr-defined]
+    return refused(lambda: report(suite, run, agent, turn, *modules, request_id=request_id))
 
 
 def reported_turns(suite: Suite, run: str, agent: str, last_cursor: int) -> list[tuple[int, int]]:

@@ -13,7 +13,7 @@ from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
-from tests.harness import credit
+from tests.harness import credit, refused
 from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
 from tests.harness.transfers import (
     events_after,
@@ -26,7 +26,6 @@ from tests.harness.transfers import (
     markers,
     outcomes,
     put,
-    refused,
     run_status,
     store,
     transition,
@@ -68,7 +67,7 @@ def test_r21_carried_module_takes_the_receiving_profiles_caps_and_mode(
     tasks = rows(successor)["tasks"]
     assert (tasks.store_id, tasks.may_write) == (rows(planner)["tasks"].store_id, False)
     assert _caps(modulestore, run.run_id, tasks.store_id) == (9, 9000)
-    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "sneak one in"))
+    code, reason, *_ = refused(lambda: put(modulestore, successor, "tasks", "sneak one in"))
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
 
 
@@ -130,7 +129,7 @@ def test_r23_caps_tighten_forward_only(registry: Any, modulestore: Any, transfer
         "two",
         "three",
     ]
-    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "four"))
+    code, reason, *_ = refused(lambda: put(modulestore, successor, "tasks", "four"))
     assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
     assert len(store(modulestore, run.run_id, tasks, successor.agent_id).contents.tasks.tasks) == 3
 
@@ -162,7 +161,7 @@ def test_r24_window_arrives_with_the_system_prompt_slot_empty(
     assert [m.content for m in after.messages] == [m.content for m in before.messages]
     assert (after.turn, after.message_count) == (before.turn, before.message_count) == (3, 3)
     _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="you code"))
-    code, reason, _ = refused(
+    code, reason, *_ = refused(
         lambda: _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="again"))
     )
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
@@ -186,7 +185,7 @@ def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_err
     ask = tr.TransitionRequest(
         request_id="r26", run_id=run.run_id, agent_id=reviewer_0.agent_id, to_state="code"
     )
-    code, reason, message = refused(lambda: transfer.Transition(ask))
+    code, reason, _, message = refused(lambda: transfer.Transition(ask))
 
     assert (code, reason) == (grpc.StatusCode.INTERNAL, "RUN_INTERNAL_ERROR")
     assert "memories" in message and reviewer_0.agent_id in message
@@ -221,7 +220,7 @@ def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_befor
     ask = tr.ExecRequest(
         request_id="keeps-plan", run_id=run.run_id, agent_id=planner.agent_id, profile="reviewer"
     )
-    code, reason, message = refused(lambda: transfer.Exec(ask))
+    code, reason, _, message = refused(lambda: transfer.Exec(ask))
 
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
     assert "memories" in message and "'plan'" in message and "'code'" in message and "leave_fsm" in message
@@ -251,7 +250,7 @@ def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_befor
     left = exec_(transfer, run.run_id, other.agent_id, "reviewer", leave_fsm=True)
     outside = instance(registry, run.run_id, left.successor_agent_id)
     assert (outside.profile, outside.fsm_state) == ("reviewer", "")
-    code, reason, _ = refused(lambda: transition(transfer, run.run_id, outside.agent_id, "code"))
+    code, reason, *_ = refused(lambda: transition(transfer, run.run_id, outside.agent_id, "code"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM")
     assert run_status(registry, run.run_id).status == registry_pb2.RUN_STATUS_RUNNING
 
@@ -269,10 +268,10 @@ def test_r26_exec_checks_every_edge_out_of_the_state_and_counts_the_board_as_hel
                      machine=machine, board=True)
     planner = open_instance(registry, run.run_id, "planner")
 
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "bare"))
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "bare"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
     assert "tasks and archive" in message and "'test'" in message and "board" not in message
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "lister"))
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "lister"))
     assert reason == "EXEC_LACKS_EDGE_KINDS" and "archive" in message and "tasks" not in message
     assert instance_ids(registry, run.run_id) == [planner.agent_id]
 
@@ -359,9 +358,9 @@ def test_r36_the_successor_is_a_new_agent_and_the_predecessors_roster_never_chan
     assert after.successor_agent_id == done.successor_agent_id
     successor = instance(registry, run.run_id, done.successor_agent_id)
     assert (successor.cause, successor.fsm_state, successor.profile) == ("transition", "code", "coder")
-    code, reason, _ = refused(lambda: put(modulestore, planner, "tasks", "late"))
+    code, reason, *_ = refused(lambda: put(modulestore, planner, "tasks", "late"))
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON")
     assert done.successor_agent_id in message
 
@@ -406,14 +405,14 @@ def test_refusals_change_nothing(registry: Any, modulestore: Any, transfer: Any)
         (lambda: transition(transfer, run.run_id, planner.agent_id, ""), "INVALID_FIELD", "to_state"),
     ]
     for call, want, words in cases:
-        _, reason, message = refused(call)
+        _, reason, _, message = refused(call)
         assert reason == want, message
         assert words in message
 
     assert instance_ids(registry, run.run_id) == [planner.agent_id]
     assert events_after(modulestore, run.run_id, since) == []
     registry.FinishRun(reg.FinishRunRequest(run_id=run.run_id))
-    code, reason, _ = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
+    code, reason, *_ = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING")
     missing = tr.GetTransferRequest(run_id=run.run_id, transfer_id="transfer-0")
     assert refused(lambda: transfer.GetTransfer(missing))[:2] == (
