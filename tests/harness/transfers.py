@@ -16,7 +16,14 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.wire.registry import roster_from_proto
 from ggmodules.wire.transfer import handover_request, run_spec
-from tests.harness.registry import KIND_WORD, rows
+from tests.harness.registry import KIND_WORD, edge, fsm, rows
+
+# plan -> code, carrying history and tasks: the machine most transfer tests run.
+PLANNING = fsm(
+    "plan",
+    {"plan": "planner", "code": "coder"},
+    edge("plan", "code", "history", "tasks"),
+)
 
 KIND = {word: kind for kind, word in KIND_WORD.items()}
 OUTCOME = {
