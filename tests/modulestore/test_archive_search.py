@@ -23,6 +23,7 @@ from tests.harness import (
     BACKENDS,
     ServiceProcess,
     Suite,
+    assert_refused,
     drop_database,
     new_database_url,
     open_channel,
@@ -152,8 +153,10 @@ def test_search_pages_through_every_match_once(modulestore: Stub) -> None:
     assert len(default.threads) == 20 and default.next_page_token
     assert "incident late" in titles(search(modulestore, a, "pager", page_size=100))
 
-    code, reason, *_ = refused(lambda: search(modulestore, a, "woke", page_token=first.next_page_token))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
+    assert_refused(
+        lambda: search(modulestore, a, "woke", page_token=first.next_page_token),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN",
+    )
     code, reason, *_ = refused(lambda: search(modulestore, a, "pager", page_token="not-a-token"))
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
     code, _, _, message = refused(lambda: search(modulestore, a, "pager", page_size=-1))
@@ -166,8 +169,10 @@ def test_semantic_asked_of_a_modulestore_without_it_is_answered_by_text(modulest
     for mode in (ms.SEARCH_MODE_SEMANTIC, ms.SEARCH_MODE_HYBRID):
         found = search(modulestore, a, "canary", mode=mode)
         assert (titles(found), found.mode) == (["deploy"], ms.SEARCH_MODE_TEXT)
-    code, reason, *_ = refused(lambda: search(modulestore, a, "canary", mode=7))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert_refused(
+        lambda: search(modulestore, a, "canary", mode=7),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD",
+    )
 
 
 def index_entries(suite: Suite) -> int:
@@ -216,8 +221,10 @@ def test_an_archived_thread_is_found_at_once_and_a_refused_one_never(modulestore
     assert [t.id for t in search(modulestore, a, word).threads] == [thread_id]
     # The index is written in the archiving transaction: a refused archive leaves nothing in it.
     other = f"zq{uuid.uuid4().hex[:8]}"
-    code, reason, *_ = refused(lambda: archive(modulestore, a, "second", f"the {other} bug"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert_refused(
+        lambda: archive(modulestore, a, "second", f"the {other} bug"),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
+    )
     assert search(modulestore, a, other).threads == []
 
 
@@ -243,8 +250,10 @@ def test_r8_the_search_archive_tool_ranks_pages_and_states_its_query_language(mo
     token = found["next_page_token"]
     more = call(modulestore, a, "search_archive", query="failover", limit=2, page_token=token)
     assert [t["title"] for t in more["threads"]] == ["outage 0"] and more["next_page_token"] == ""
-    code, reason, *_ = refused(lambda: call(modulestore, a, "search_archive", query='"unclosed'))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_QUERY")
+    assert_refused(
+        lambda: call(modulestore, a, "search_archive", query='"unclosed'),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_QUERY",
+    )
     (tool,) = [t for t in modulestore.ListTools(svc.ListToolsRequest(kind=c.KIND_ARCHIVE)).tools
                if t.name == "search_archive"]
     for feature in ('"a phrase"', "migrat*", "OR", "-word", "page_token"):

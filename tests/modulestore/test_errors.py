@@ -11,7 +11,7 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import Refusal, credit, error_metadata, refused, status_of
+from tests.harness import Refusal, assert_refused, credit, error_metadata, refused, status_of
 from tests.harness.modulestore import (
     KINDS,
     Agent,
@@ -180,15 +180,15 @@ def test_r47_unknown_run_agent_and_store(modulestore: Stub, agent: Agent) -> Non
             modulestore, agent, c.KIND_HISTORY, lambda who=who: append(modulestore, who, "lost")
         )
         assert (code, reason) == (grpc.StatusCode.NOT_FOUND, expected)
-    code, reason, *_ = refused(
-        lambda: modulestore.GetStore(svc.GetStoreRequest(run_id=agent.run_id, store_id="tasks-42"))
+    assert_refused(
+        lambda: modulestore.GetStore(svc.GetStoreRequest(run_id=agent.run_id, store_id="tasks-42")),
+        grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND")
     credit(agent.run_id, "ghost-0")
-    code, reason, *_ = refused(
-        lambda: modulestore.RenderPrompt(svc.RenderPromptRequest(run_id=agent.run_id, agent_id="ghost-0"))
+    assert_refused(
+        lambda: modulestore.RenderPrompt(svc.RenderPromptRequest(run_id=agent.run_id, agent_id="ghost-0")),
+        grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND")
 
 
 def test_r47_oversized_message(modulestore: Stub, agent: Agent) -> None:

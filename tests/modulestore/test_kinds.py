@@ -7,7 +7,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import refused
+from tests.harness import assert_refused, refused
 from tests.harness.modulestore import (
     KINDS,
     Stub,
@@ -32,8 +32,10 @@ def test_r1_unknown_kind_value_in_a_plan_is_refused_naming_the_six(modulestore: 
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND")
     assert "'7'" in message and SIX in message
     # Nothing was bound: the run still has no instance.
-    code, reason, *_ = refused(lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run)))
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")
+    assert_refused(
+        lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run)),
+        grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND",
+    )
 
 
 def test_r1_unspecified_kind_is_refused_too(modulestore: Stub) -> None:

@@ -25,6 +25,7 @@ from tests.harness import (
     InProcessService,
     LoopThread,
     ServiceProcess,
+    assert_refused,
     drop_database,
     new_database_url,
     open_channel,
@@ -237,8 +238,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
     restarted = cluster.transfer_process()
     try:
         transfer = cluster.stub(TransferServiceStub, restarted.address)
-        code, reason, *_ = refused(lambda: transfer.Exec(request))
-        assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
+        assert_refused(lambda: transfer.Exec(request), grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
         cluster.start("registry")
         done = settled(transfer, run.run_id, "forward")
         assert transfer.Exec(request).transfer == done

@@ -10,7 +10,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_pb2
-from tests.harness import refused
+from tests.harness import assert_refused
 from tests.harness.registry import create_run, full_profile, module, open_instance, profile, rows
 from tests.harness.transfers import (
     PLANNING,
@@ -54,8 +54,10 @@ def test_r21_carried_module_takes_the_receiving_profiles_caps_and_mode(
     tasks = rows(successor)["tasks"]
     assert (tasks.store_id, tasks.may_write) == (rows(planner)["tasks"].store_id, False)
     assert _caps(modulestore, run.run_id, tasks.store_id) == (9, 9000)
-    code, reason, *_ = refused(lambda: put(modulestore, successor, "tasks", "sneak one in"))
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
+    assert_refused(
+        lambda: put(modulestore, successor, "tasks", "sneak one in"),
+        grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY",
+    )
 
 
 def test_r21_memory_strategy_mismatch_is_reinitialized_and_the_note_says_why(
@@ -116,8 +118,10 @@ def test_r23_caps_tighten_forward_only(registry: Any, modulestore: Any, transfer
         "two",
         "three",
     ]
-    code, reason, *_ = refused(lambda: put(modulestore, successor, "tasks", "four"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert_refused(
+        lambda: put(modulestore, successor, "tasks", "four"),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
+    )
     assert len(store(modulestore, run.run_id, tasks, successor.agent_id).contents.tasks.tasks) == 3
 
 
@@ -148,7 +152,8 @@ def test_r24_window_arrives_with_the_system_prompt_slot_empty(
     assert [m.content for m in after.messages] == [m.content for m in before.messages]
     assert (after.turn, after.message_count) == (before.turn, before.message_count) == (3, 3)
     _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="you code"))
-    code, reason, *_ = refused(
-        lambda: _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="again"))
+    again = svc.SetSystemPrompt(text="again")
+    assert_refused(
+        lambda: _write(modulestore, successor, "history", set_system_prompt=again),
+        grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")

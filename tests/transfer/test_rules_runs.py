@@ -12,7 +12,7 @@ from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
-from tests.harness import credit, refused
+from tests.harness import assert_refused, credit, refused
 from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
 from tests.harness.transfers import (
     PLANNING,
@@ -115,8 +115,10 @@ def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_befor
     left = exec_(transfer, run.run_id, other.agent_id, "reviewer", leave_fsm=True)
     outside = instance(registry, run.run_id, left.successor_agent_id)
     assert (outside.profile, outside.fsm_state) == ("reviewer", "")
-    code, reason, *_ = refused(lambda: transition(transfer, run.run_id, outside.agent_id, "code"))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM")
+    assert_refused(
+        lambda: transition(transfer, run.run_id, outside.agent_id, "code"),
+        grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM",
+    )
     assert run_status(registry, run.run_id).status == registry_pb2.RUN_STATUS_RUNNING
 
 
@@ -223,8 +225,10 @@ def test_r36_the_successor_is_a_new_agent_and_the_predecessors_roster_never_chan
     assert after.successor_agent_id == done.successor_agent_id
     successor = instance(registry, run.run_id, done.successor_agent_id)
     assert (successor.cause, successor.fsm_state, successor.profile) == ("transition", "code", "coder")
-    code, reason, *_ = refused(lambda: put(modulestore, planner, "tasks", "late"))
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
+    assert_refused(
+        lambda: put(modulestore, planner, "tasks", "late"),
+        grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON",
+    )
     code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON")
     assert done.successor_agent_id in message
@@ -277,8 +281,10 @@ def test_refusals_change_nothing(registry: Any, modulestore: Any, transfer: Any)
     assert instance_ids(registry, run.run_id) == [planner.agent_id]
     assert events_after(modulestore, run.run_id, since) == []
     registry.FinishRun(reg.FinishRunRequest(run_id=run.run_id))
-    code, reason, *_ = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING")
+    assert_refused(
+        lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"),
+        grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING",
+    )
     missing = tr.GetTransferRequest(run_id=run.run_id, transfer_id="transfer-0")
     assert refused(lambda: transfer.GetTransfer(missing))[:2] == (
         grpc.StatusCode.NOT_FOUND,
