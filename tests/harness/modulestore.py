@@ -201,3 +201,20 @@ def streams(stub: Stub, run_id: str) -> dict[str, list[event_pb2.Event]]:
 def shape(stream: list[event_pb2.Event]) -> list[tuple[str, str]]:
     """(body, store_id) per event: the sequence a stream test asserts."""
     return [(ev.WhichOneof("body") or "", ev.store_id) for ev in stream]
+
+
+def archive(stub: Stub, agent: Agent, title: str, *contents: str) -> int:
+    body = svc.ArchiveThread(title=title, messages=messages(*contents))
+    return write(stub, agent, c.KIND_ARCHIVE, archive_thread=body).thread_id
+
+
+def search(stub: Stub, agent: Agent, query: str, **kw: object) -> svc.SearchArchiveResponse:
+    request = svc.SearchArchiveRequest(
+        run_id=agent.run_id, agent_id=agent.agent_id, store_id=agent[c.KIND_ARCHIVE], query=query, **kw
+    )  # type: ignore[arg-type]
+    response: svc.SearchArchiveResponse = stub.SearchArchive(request)
+    return response
+
+
+def titles(response: svc.SearchArchiveResponse) -> list[str]:
+    return [t.title for t in response.threads]

@@ -31,7 +31,16 @@ from tests.harness import (
     status_of,
     stubs,
 )
-from tests.harness.modulestore import Agent, Stub, fork_agent, messages, new_run, open_agent, write
+from tests.harness.modulestore import (
+    Agent,
+    Stub,
+    archive,
+    fork_agent,
+    new_run,
+    open_agent,
+    search,
+    titles,
+)
 
 # Threads about nothing the tests search for, so that no searched word is common in the index (BM25 gives a
 # word found in most documents almost no weight).
@@ -43,23 +52,6 @@ FILLER = [
     ("budget", "quarterly numbers went to finance"),
     ("onboarding", "welcome pack and laptop for the new hire"),
 ]
-
-
-def archive(stub: Stub, agent: Agent, title: str, *contents: str) -> int:
-    body = svc.ArchiveThread(title=title, messages=messages(*contents))
-    return write(stub, agent, c.KIND_ARCHIVE, archive_thread=body).thread_id
-
-
-def search(stub: Stub, agent: Agent, query: str, **kw: object) -> svc.SearchArchiveResponse:
-    request = svc.SearchArchiveRequest(
-        run_id=agent.run_id, agent_id=agent.agent_id, store_id=agent[c.KIND_ARCHIVE], query=query, **kw
-    )  # type: ignore[arg-type]
-    response: svc.SearchArchiveResponse = stub.SearchArchive(request)
-    return response
-
-
-def titles(response: svc.SearchArchiveResponse) -> list[str]:
-    return [t.title for t in response.threads]
 
 
 def with_filler(stub: Stub) -> Agent:

@@ -40,9 +40,8 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import NO_POSTGRES, POSTGRES_URL, ServiceProcess, open_channel
-from tests.harness.crowd import SIX, Client, Tally, ask, crowd
+from tests.harness.crowd import SIX, Client, Tally, ask, crowd, crowd_run
 from tests.harness.transfers import markers
-from tests.load.test_crowd import _run as crowd_run
 from tests.replicas._support.cluster import (
     LEASE_SCAN_SECONDS,
     LEASE_SECONDS,

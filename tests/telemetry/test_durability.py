@@ -11,6 +11,7 @@ import pytest
 from ggmodules.common.v1 import event_pb2
 from tests.harness import ServiceProcess, Suite, is_write_of
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
+from tests.telemetry._support.runs import key, read_run
 
 
 @pytest.fixture()
@@ -20,10 +21,6 @@ def bare(backend: str, tmp_path: Path) -> Iterator[Suite]:
         yield s
 
 
-def key(ev: event_pb2.Event) -> tuple[str, int]:
-    return ev.origin, ev.origin_seq
-
-
 def assert_complete(suite: Suite, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
     """Every event of the run once: ModuleStore's in its own order, Registry's `created`; cursors rising."""
     cursors = [c for c, _ in got]
@@ -31,22 +28,6 @@ def assert_complete(suite: Suite, run: str, got: list[tuple[int, event_pb2.Event
     assert len({key(ev) for _, ev in got}) == len(got)
     assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in suite.outbox(run)]
     assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
-
-
-def read_run(
-    suite: Suite,
-    run: str,
-    marker: str,
-    seen: list[tuple[int, event_pb2.Event]] = (),  # type: ignore[assignment]
-) -> list[tuple[int, event_pb2.Event]]:
-    """`seen`, then the run's stream after it up to `marker` and until Registry's `created` is in (it comes
-    from another origin, so anywhere in between)."""
-    sub = suite.subscribe(run, after=seen[-1][0] if seen else 0)
-    got = list(seen) + sub.until(is_write_of(marker))
-    while not any(ev.origin == "registry" for _, ev in got):
-        got.append(sub.next_event())
-    sub.close()
-    return got
 
 
 def test_kill_9_mid_stream_then_resume_by_cursor_no_gap_no_duplicate(bare: Suite) -> None:

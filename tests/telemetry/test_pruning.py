@@ -22,8 +22,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, Suite, is_write_of, status_of
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.test_durability import key, read_run
-from tests.telemetry.test_turns import report
+from tests.telemetry._support.runs import key, read_run, report
 
 DEADLINE = 30.0
 

@@ -16,8 +16,6 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.storage.telemetry import TelemetryRepository
-from ggmodules.telemetry.v1 import telemetry_pb2
-from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from tests.harness import (
     InProcessTelemetry,
     Refusal,
@@ -29,16 +27,7 @@ from tests.harness import (
     status_of,
 )
 from tests.harness.registry import create_run, full_profile, open_instance, profile, store_ids
-
-Tokens = tuple[int, str, int]
-
-
-def report(suite: Suite, run: str, agent: str, turn: int, *modules: Tokens, request_id: str = "") -> int:
-    request = tel.ReportTurnRequest(
-        request_id=request_id, run_id=run, agent_id=agent, turn=turn,
-        modules=[telemetry_pb2.ModuleTokens(kind=k, store_id=s, tokens=t) for k, s, t in modules],
-    )
-    return int(suite.tel.ReportTurn(request).cursor)
+from tests.telemetry._support.runs import Tokens, report
 
 
 def refusal(suite: Suite, run: str, agent: str, turn: int, *modules: Tokens, request_id: str = "") -> Refusal:
