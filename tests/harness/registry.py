@@ -1,4 +1,4 @@
-"""Builders and readers shared by the Registry tests: requests in the seed's words, refusals unpacked."""
+"""Builders and readers the Registry tests (and others) share: requests in the seed's words, runs, rosters."""
 
 from __future__ import annotations
 
