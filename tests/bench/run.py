@@ -17,13 +17,13 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from tests.bench import archive, auth, growth, modulestore, telemetry, transfer_exec
+from tests.bench import archive, auth, growth, modulestore, telemetry, transfer
 
 # --only name -> the function that prints the section (argument: quick), in the order a full run prints them.
 SECTIONS: dict[str, Callable[[bool], None]] = {
     "modulestore": modulestore.figures,
     "auth": auth.figures,
-    "transfer": transfer_exec.figures,
+    "transfer": transfer.figures,
     "telemetry": telemetry.figures,
     "telemetry-postgres": telemetry.postgres_figures,
     "telemetry-jetstream": telemetry.jetstream_figures,

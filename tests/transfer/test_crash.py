@@ -23,9 +23,9 @@ from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel, refused
 from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile
 from tests.harness.transfers import events_after, head, holders, instance, instance_ids, put_everything, shape
+from tests.tools.crashing import CRASH, LAUNCHER
 
 STEPS = {0: "asked", 1: "planned", 2: "reserved", 3: "handed over", 4: "completed"}
-CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 # The killed process's lease on its transfer has to expire before the restarted one takes it over.
 LEASE = {"GGMODULES_TRANSFER_LEASE_SECONDS": "1"}
 
@@ -49,6 +49,7 @@ def start_transfer(suite: Suite, database: str, crash_after: int | None = None) 
         "--modulestore-address",
         suite.modulestore.address,
         env={**LEASE, CRASH: str(crash_after)} if crash_after is not None else LEASE,
+        launcher=LAUNCHER,
     )
 
 

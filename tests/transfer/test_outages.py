@@ -35,8 +35,8 @@ from tests.harness import (
 )
 from tests.harness.registry import create_run, full_profile, open_instance
 from tests.harness.transfers import events_after, head, instance, instance_ids, put_everything, shape
+from tests.tools.crashing import CRASH, LAUNCHER
 
-CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 POLL_FIRST, POLL_MAX = 0.01, 0.5
 
 
@@ -88,6 +88,7 @@ class Cluster:
             "--modulestore-address",
             self.address("modulestore"),
             env={CRASH: str(crash_after)} if crash_after is not None else {},
+            launcher=LAUNCHER,
         )
 
     def transfer_in_process(self) -> str:
