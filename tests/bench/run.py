@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`, `latency`) prints one section. Every
 service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
 append on a --insecure-dev ModuleStore.
 """
@@ -695,6 +695,12 @@ def _auth_figures(quick: bool) -> None:
         auth_figures(Path(tmp), quick)
 
 
+def _latency_figures(quick: bool) -> None:
+    from tests.bench import latency  # it imports this module
+
+    latency.figures(quick)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
@@ -705,6 +711,7 @@ def main() -> None:
         "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,
         "growth": growth.figures,
+        "latency": _latency_figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()

@@ -33,8 +33,17 @@ class CommitSignal:
             if not self._waiters:
                 return
             waiters, self._waiters = self._waiters, {}
+        # One hand-over per event loop however many wait on it (a hundred subscribers of one Telemetry are
+        # woken by one call, not a hundred writes to the loop's self-pipe); the loop's own thread wakes
+        # them directly.
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for fut, loop in waiters.items():
-            loop.call_soon_threadsafe(_wake, fut)
+            by_loop.setdefault(loop, []).append(fut)
+        for loop, futures in by_loop.items():
+            if _running_loop() is loop:
+                _wake_all(futures)
+            else:
+                loop.call_soon_threadsafe(_wake_all, futures)
 
     async def wait(self, seen: int, timeout: float) -> bool:
         """True once a commit after `seen` was notified; False when `timeout` seconds pass first."""
@@ -54,9 +63,17 @@ class CommitSignal:
                 self._waiters.pop(fut, None)
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+def _wake_all(futures: list[asyncio.Future[None]]) -> None:
+    for fut in futures:
+        if not fut.done():
+            fut.set_result(None)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # a worker thread
+        return None
 
 
 # ---- across processes (PostgreSQL) ------------------------------------------------------------------------

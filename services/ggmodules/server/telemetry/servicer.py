@@ -40,9 +40,11 @@ class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
         self._console = console
         self._turns = turns
 
-    async def Subscribe(
+    async def Subscribe(  # type: ignore[override]
         self, request: pb.SubscribeRequest, ctx: Context
-    ) -> AsyncIterator[pb.SubscribeResponse]:
+    ) -> AsyncIterator[bytes]:
+        """SubscribeResponse messages, already serialized (subscriptions.py: an event is encoded once for
+        all its subscribers); the call interceptor sends bytes as they are."""
         async for item in subscribe(self._log, request):
             yield item
 
