@@ -93,8 +93,8 @@ class SqlEventLog:
 
     async def start(self) -> None:
         # Another replica's inserts (same PostgreSQL database) refresh this one's cache and wake its
-        # subscribers at once.
-        self._listener = listen_for_commits(self.repo.engine, "tel_events", self.repo.refresh)
+        # subscribers at once. This one's own writes already did both as they committed.
+        self._listener = listen_for_commits(self.repo.engine, "tel_events", self.repo.refresh, skip_own=True)
 
     @property
     def listener(self) -> CommitListener | None:
