@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import case, delete, event, func, select, text
+from sqlalchemy import delete, event, func, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
@@ -102,6 +102,7 @@ class TelemetryRepository:
         self._pending_pruned = 0
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
+        self._meta_writes: dict[tuple[bool, int, int], Any] = {}
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
@@ -263,25 +264,25 @@ class TelemetryRepository:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
         payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
         now = int(time.time())
+        rows_in = [
+            {
+                "origin": ev.origin,
+                "origin_seq": ev.origin_seq,
+                "run_id": ev.run_id,
+                "agent_id": ev.agent_id,
+                "payload": payload,
+                "stored_at": now,
+            }
+            for ev, payload in payloads.values()
+        ]
+        # The rows go as parameters, apart from the statement, so it is compiled once (SQLAlchemy's
+        # "insertmanyvalues" still sends them as one INSERT).
         stmt = (
             dialect.insert(_events)
-            .values(
-                [
-                    {
-                        "origin": ev.origin,
-                        "origin_seq": ev.origin_seq,
-                        "run_id": ev.run_id,
-                        "agent_id": ev.agent_id,
-                        "payload": payload,
-                        "stored_at": now,
-                    }
-                    for ev, payload in payloads.values()
-                ]
-            )
             .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
             .returning(_events.c.cursor, _events.c.origin, _events.c.origin_seq)
         )
-        rows = conn.execute(stmt).all()
+        rows = conn.execute(stmt, rows_in).all()
         for r in rows:
             ev, payload = payloads[(r.origin, r.origin_seq)]
             self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
@@ -346,12 +347,22 @@ class TelemetryRepository:
         """In one statement: the `sets` keys to their value, the `raises` keys to at least theirs."""
         if not sets and not raises:
             return
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        larger = func.greatest if conn.dialect.name == "postgresql" else func.max  # scalar max on SQLite
-        stmt = dialect.insert(_meta).values([{"key": k, "value": v} for k, v in {**sets, **raises}.items()])
-        raised = case((_meta.c.key.in_(list(raises)), larger(_meta.c.value, stmt.excluded.value)),
-                      else_=stmt.excluded.value) if raises else stmt.excluded.value  # fmt: skip
-        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": raised}))
+        postgres = conn.dialect.name == "postgresql"
+        shape = (postgres, len(sets), len(raises))
+        if shape not in self._meta_writes:  # a plain statement per shape: nothing to compile per write
+            rows = ", ".join(f"(:k{i}, :v{i})" for i in range(len(sets) + len(raises)))
+            raised = ", ".join(f":k{i}" for i in range(len(sets), len(sets) + len(raises)))
+            larger = "greatest" if postgres else "max"  # scalar max on SQLite
+            update = (f"CASE WHEN tel_meta.key IN ({raised}) THEN {larger}(tel_meta.value, excluded.value) "
+                     "ELSE excluded.value END") if raises else "excluded.value"  # fmt: skip
+            self._meta_writes[shape] = text(
+                f"INSERT INTO tel_meta (key, value) VALUES {rows} "
+                f"ON CONFLICT (key) DO UPDATE SET value = {update}"
+            )
+        params: dict[str, Any] = {}
+        for i, (key, value) in enumerate([*sets.items(), *raises.items()]):
+            params[f"k{i}"], params[f"v{i}"] = key, value
+        conn.execute(self._meta_writes[shape], params)
 
     def _set_meta(self, conn: Connection, key: str, value: int) -> None:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
