@@ -40,13 +40,13 @@ class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
         self._console = console
         self._turns = turns
 
-    async def Subscribe(  # type: ignore[override]
+    def Subscribe(  # type: ignore[override]
         self, request: pb.SubscribeRequest, ctx: Context
     ) -> AsyncIterator[bytes]:
         """SubscribeResponse messages, already serialized (subscriptions.py: an event is encoded once for
-        all its subscribers); the call interceptor sends bytes as they are."""
-        async for item in subscribe(self._log, request):
-            yield item
+        all its subscribers); the call interceptor iterates the stream itself and sends bytes as they are,
+        so no generator is added here per message."""
+        return subscribe(self._log, request)
 
     async def ReportTurn(self, request: pb.ReportTurnRequest, ctx: Context) -> pb.ReportTurnResponse:
         return await self._turns.report(request)
