@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`, `latency`) prints one section. Every
 service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
 append on a --insecure-dev ModuleStore.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from tests.bench import archive, auth, growth, modulestore, telemetry, transfer
+from tests.bench import archive, auth, growth, latency, modulestore, telemetry, transfer
 
 # --only name -> the function that prints the section (argument: quick), in the order a full run prints them.
 SECTIONS: dict[str, Callable[[bool], None]] = {
@@ -29,6 +29,7 @@ SECTIONS: dict[str, Callable[[bool], None]] = {
     "telemetry-jetstream": telemetry.jetstream_figures,
     "archive": archive.figures,
     "growth": growth.figures,
+    "latency": latency.figures,
 }
 
 
