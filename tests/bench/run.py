@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `fanout`, `auth`) prints one section. Every
 service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
 append on a --insecure-dev ModuleStore.
 """
@@ -31,7 +31,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, m
 from ggmodules.sdk import Client, Memories, Profile
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bench import archive_search, growth
+from tests.bench import archive_search, fanout, growth
 from tests.bench.raw_stream import stream_stub
 from tests.harness import (
     ROOT,
@@ -705,6 +705,7 @@ def main() -> None:
         "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,
         "growth": growth.figures,
+        "fanout": fanout.figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()
