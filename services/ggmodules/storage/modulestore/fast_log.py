@@ -23,8 +23,8 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.storage.idempotency import ClaimLost, RequestLog, request_id_reused
 from ggmodules.storage.fan_out import FanOutEntry
+from ggmodules.storage.idempotency import ClaimLost, RequestLog, request_id_reused
 from ggmodules.storage.modulestore import fan_out_rows
 from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsOutbox, MsRequest, MsStreamHead
