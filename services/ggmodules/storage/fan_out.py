@@ -3,7 +3,7 @@
 The write's transaction stores a `FanOut` record (ggmodules/internal/v1/fan_out.proto): the writer's event
 (R28), the snapshot every other holder gets (R29) once per distinct content, and the holders with the
 stream_seq reserved for each. The row's key is the last of a block of origin_seq numbers, one per event the
-record stands for (`size`): the writer's event has the first, the holders' snapshots follow in order.
+record stands for (`len(entry)`): the writer's event has the first, the holders' snapshots follow in order.
 
 Reading the outbox (`page`) derives the events from the record: the same events, in the same order, with
 the same origin_seq, stream_seq and time as if each had been a row of its own, so WatchOutbox, ReadOutbox
@@ -56,9 +56,11 @@ class FanOutEntry:
         for snapshot in self.snapshots:
             snapshot.origin = self.event.origin
             snapshot.time.CopyFrom(self.event.time)
-            record.snapshots.add().CopyFrom(snapshot)
-        for (agent_id, index), seq in zip(self.holders, self.stream_seqs, strict=True):
-            record.holders.add(agent_id=agent_id, stream_seq=seq, snapshot=index)
+        record.snapshots.extend(self.snapshots)
+        record.agent_ids.extend(agent_id for agent_id, _ in self.holders)
+        record.stream_seqs.extend(self.stream_seqs)
+        if len(self.snapshots) > 1:
+            record.snapshot_of.extend(index for _, index in self.holders)
         data = record.SerializeToString()
         assert data.startswith(FAN_OUT_TAG)
         return data
@@ -84,7 +86,7 @@ def events_of(key: int, payload: bytes, after: int = 0) -> Iterator[event_pb2.Ev
             yield ev
         return
     record = fan_out_pb2.FanOut.FromString(payload)
-    first = key - len(record.holders)
+    first = key - len(record.agent_ids)
     yield from _derived(record, first, after)
 
 
@@ -95,12 +97,13 @@ def _derived(record: fan_out_pb2.FanOut, first: int, after: int = -1) -> Iterato
         ev.CopyFrom(record.event)
         ev.origin_seq = first
         yield ev
-    for n, holder in enumerate(record.holders, start=1):
+    which = record.snapshot_of or [0] * len(record.agent_ids)
+    for n, (agent_id, seq, index) in enumerate(zip(record.agent_ids, record.stream_seqs, which), start=1):
         if first + n <= after:
             continue
         ev = event_pb2.Event()
-        ev.CopyFrom(record.snapshots[holder.snapshot])
-        ev.agent_id, ev.stream_seq, ev.origin_seq = holder.agent_id, holder.stream_seq, first + n
+        ev.CopyFrom(record.snapshots[index])
+        ev.agent_id, ev.stream_seq, ev.origin_seq = agent_id, seq, first + n
         yield ev
 
 

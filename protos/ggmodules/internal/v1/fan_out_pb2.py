@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ggmodules.common.v1 import event_pb2 as ggmodules_dot_common_dot_v1_dot_event__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#ggmodules/internal/v1/fan_out.proto\x12\x15ggmodules.internal.v1\x1a\x1fggmodules/common/v1/event.proto\"\x98\x01\n\x06\x46\x61nOut\x12)\n\x05\x65vent\x18\x64 \x01(\x0b\x32\x1a.ggmodules.common.v1.Event\x12-\n\tsnapshots\x18\x65 \x03(\x0b\x32\x1a.ggmodules.common.v1.Event\x12\x34\n\x07holders\x18\x66 \x03(\x0b\x32#.ggmodules.internal.v1.FanOutHolder\"F\n\x0c\x46\x61nOutHolder\x12\x10\n\x08\x61gent_id\x18\x01 \x01(\t\x12\x12\n\nstream_seq\x18\x02 \x01(\x03\x12\x10\n\x08snapshot\x18\x03 \x01(\x05\x62\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n#ggmodules/internal/v1/fan_out.proto\x12\x15ggmodules.internal.v1\x1a\x1fggmodules/common/v1/event.proto\"\x9f\x01\n\x06\x46\x61nOut\x12)\n\x05\x65vent\x18\x64 \x01(\x0b\x32\x1a.ggmodules.common.v1.Event\x12-\n\tsnapshots\x18\x65 \x03(\x0b\x32\x1a.ggmodules.common.v1.Event\x12\x11\n\tagent_ids\x18\x66 \x03(\t\x12\x13\n\x0bstream_seqs\x18g \x03(\x03\x12\x13\n\x0bsnapshot_of\x18h \x03(\x05\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,7 +33,5 @@ _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ggmodules.internal.v1.fan_o
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_FANOUT']._serialized_start=96
-  _globals['_FANOUT']._serialized_end=248
-  _globals['_FANOUTHOLDER']._serialized_start=250
-  _globals['_FANOUTHOLDER']._serialized_end=320
+  _globals['_FANOUT']._serialized_end=255
 # @@protoc_insertion_point(module_scope)

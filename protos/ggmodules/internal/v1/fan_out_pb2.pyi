@@ -35,7 +35,9 @@ class FanOut(_message.Message):
 
     EVENT_FIELD_NUMBER: _builtins.int
     SNAPSHOTS_FIELD_NUMBER: _builtins.int
-    HOLDERS_FIELD_NUMBER: _builtins.int
+    AGENT_IDS_FIELD_NUMBER: _builtins.int
+    STREAM_SEQS_FIELD_NUMBER: _builtins.int
+    SNAPSHOT_OF_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def event(self) -> _event_pb2.Event:
         """The writer's own event (R28), complete but for origin_seq."""
@@ -47,50 +49,32 @@ class FanOut(_message.Message):
         """
 
     @_builtins.property
-    def holders(self) -> _containers.RepeatedCompositeFieldContainer[Global___FanOutHolder]:
-        """The other holders, in the order their snapshot events follow the writer's."""
+    def agent_ids(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The other holders' agent ids (whose streams their snapshots go on), in the order their snapshot events
+        follow the writer's.
+        """
+
+    @_builtins.property
+    def stream_seqs(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The stream_seq reserved for each holder's snapshot on its stream, in the order of `agent_ids`."""
+
+    @_builtins.property
+    def snapshot_of(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Which of `snapshots` each holder's is (an index), in the order of `agent_ids`; empty when there is one."""
 
     def __init__(
         self,
         *,
         event: _event_pb2.Event | None = ...,
         snapshots: _abc.Iterable[_event_pb2.Event] | None = ...,
-        holders: _abc.Iterable[Global___FanOutHolder] | None = ...,
+        agent_ids: _abc.Iterable[_builtins.str] | None = ...,
+        stream_seqs: _abc.Iterable[_builtins.int] | None = ...,
+        snapshot_of: _abc.Iterable[_builtins.int] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["event", b"event"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["event", b"event", "holders", b"holders", "snapshots", b"snapshots"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_ids", b"agent_ids", "event", b"event", "snapshot_of", b"snapshot_of", "snapshots", b"snapshots", "stream_seqs", b"stream_seqs"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___FanOut: _TypeAlias = FanOut  # noqa: Y015
-
-@_typing.final
-class FanOutHolder(_message.Message):
-    """One other holder of the written store: whose stream its snapshot goes on, and where on it."""
-
-    DESCRIPTOR: _descriptor.Descriptor
-
-    AGENT_ID_FIELD_NUMBER: _builtins.int
-    STREAM_SEQ_FIELD_NUMBER: _builtins.int
-    SNAPSHOT_FIELD_NUMBER: _builtins.int
-    agent_id: _builtins.str
-    """The holder's agent id: its stream."""
-    stream_seq: _builtins.int
-    """The stream_seq reserved for the snapshot on that stream."""
-    snapshot: _builtins.int
-    """Which of FanOut.snapshots is this holder's (an index; 0 when there is one)."""
-    def __init__(
-        self,
-        *,
-        agent_id: _builtins.str = ...,
-        stream_seq: _builtins.int = ...,
-        snapshot: _builtins.int = ...,
-    ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "snapshot", b"snapshot", "stream_seq", b"stream_seq"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
-
-Global___FanOutHolder: _TypeAlias = FanOutHolder  # noqa: Y015
