@@ -1,7 +1,7 @@
 """How an event is stored in `tel_events` and read back.
 
-The row's columns hold the event's origin, origin_seq, run_id and agent_id (for the unique key and the
-run and agent indexes), so its stored payload leaves them out (issue 14: Telemetry's stored bytes) and a
+The row's columns hold the event's origin, origin_seq, run_id and agent_id (for the run index and the
+filters), so its stored payload leaves them out (issue 14: Telemetry's stored bytes) and a
 read puts them back from the columns. A payload stored before that still carries them: read back the same.
 """
 
@@ -12,7 +12,6 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Row, func, select
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
@@ -43,13 +42,12 @@ def event_of(row: Row[Any]) -> event_pb2.Event:
 
 
 def insert(conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
-    """Inserts the events not stored yet (by origin and origin_seq); returns them with their cursors and
-    stored sizes."""
-    dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
+    """Inserts `events` (each (origin, origin_seq) once: the caller passed over those stored already);
+    returns them with their cursors and stored sizes."""
     payloads = {(ev.origin, ev.origin_seq): (ev, stored_payload(ev)) for ev in events}
     now = int(time.time())
     stmt = (
-        dialect.insert(EVENTS)
+        EVENTS.insert()
         .values(
             [
                 {
@@ -63,7 +61,6 @@ def insert(conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEv
                 for ev, payload in payloads.values()
             ]
         )
-        .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
         .returning(EVENTS.c.cursor, EVENTS.c.origin, EVENTS.c.origin_seq)
     )
     stored = []

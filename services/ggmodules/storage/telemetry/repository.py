@@ -181,7 +181,7 @@ class TelemetryRepository:
                 if highest is None or self._shared:
                     highest = _meta_value(conn, f"origin/{origin}")
                 fresh = [ev for ev in events if ev.origin_seq > highest]
-                inserted = self._insert(conn, fresh) if fresh else 0
+                inserted = len(self._insert(conn, fresh)) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 now = max(highest, *(ev.origin_seq for ev in events))
                 self._raise_meta(conn, f"origin/{origin}", now)
@@ -233,26 +233,20 @@ class TelemetryRepository:
             if publish is not None:
                 cursor = publish(event)
             else:
-                self._insert(conn, [event])
-                cursor = int(
-                    conn.execute(
-                        select(_events.c.cursor).where(
-                            _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
-                        )
-                    ).scalar_one()
-                )
+                (stored,) = self._insert(conn, [event])
+                cursor = stored.cursor
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
                 self._requests.answer(conn, key[0], key[1], response)
             return response
 
-    def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
+    def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
         stored = event_rows.insert(conn, events)
         self._pending += stored
         self._stored += len(stored)
         self._stored_bytes += sum(s.size for s in stored)
-        return len(stored)
+        return stored
 
     def _know(self, conn: Connection, rosters: Sequence[event_pb2.Event]) -> None:
         """The agents whose roster events these are; one already known stays as it is."""
