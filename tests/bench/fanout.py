@@ -20,6 +20,7 @@ from sqlalchemy import create_engine, text
 
 from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
+from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from tests.bench.growth import PG_DEFAULT, PRUNING, Trio, append, bind, binding
 from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, stubs
 
@@ -120,6 +121,51 @@ def telemetry_intake(directory: Path, holders: int = 256, writes: int = 50) -> N
     print(f"  {events:,} events written and stored in {took:.1f} s: {events / took:,.0f} events/s")
 
 
+def telemetry_bytes_postgres(directory: Path, pg_url: str, n: int = 3000, size: int = 200) -> None:
+    """Telemetry's table and index bytes on PostgreSQL per appended byte (ModuleStore and Registry on SQLite):
+    `n` appends of `size` bytes, measured with pg_total_relation_size after a VACUUM."""
+    trio = Trio(directory)
+    tel_url = new_database_url("postgres", "telemetry", directory, pg_url)
+    telemetry = ServiceProcess(
+        "telemetry", "--database-url", tel_url, "--modulestore-address", trio.ms_address,
+        "--registry-address", trio.procs[1].address, "--log-level", "warning",
+    )  # fmt: skip
+    engine = create_engine(tel_url, isolation_level="AUTOCOMMIT")
+
+    def stored() -> int:
+        with engine.connect() as conn:
+            conn.execute(text("VACUUM tel_events"))
+            if os.environ.get("FANOUT_DEBUG"):
+                q = "SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname LIKE '%tel_events%'"
+                print(conn.execute(text(q)).all(), conn.execute(text("SELECT count(*) FROM tel_events")).all())
+            return int(conn.execute(text("SELECT pg_total_relation_size('tel_events')")).scalar_one())
+
+    try:
+        trio.tel_channel.close()
+        trio.tel_channel = open_channel(telemetry.address)
+        trio.tel = telemetry_service_pb2_grpc.TelemetryServiceStub(trio.tel_channel)
+        run, agent = f"run-{uuid.uuid4().hex[:8]}", "writer-0"
+        history = bind(
+            trio.ms, run, agent, binding(common_pb2.KIND_HISTORY, modulestore_pb2.BIND_ACTION_CREATE)
+        )[common_pb2.KIND_HISTORY]
+        trio.ms.Write(append(run, agent, history, "start"))
+        trio.taken_in(run, agent, "start")
+        before = stored()
+        trio.writes(run, agent, history, n, size)
+        trio.ms.Write(append(run, agent, history, "end"))
+        trio.taken_in(run, agent, "end")
+        ratio = (stored() - before) / (n * size)
+    finally:
+        engine.dispose()
+        telemetry.terminate()
+        trio.close()
+        drop_database(tel_url)
+    print(f"\n[Telemetry's stored bytes per appended byte, PostgreSQL: {n:,} appends of {size} bytes]")
+    print(
+        f"  tel_events with its indexes   {ratio:5.2f}x   (target <= 2x){'' if ratio <= 2 else '   MISSED'}"
+    )
+
+
 def figures(quick: bool) -> None:
     pg_url = os.environ.get("GGMODULES_TEST_POSTGRES_URL", PG_DEFAULT)
     print("\nPer-holder fan-out stored once (issue 14)")
@@ -127,6 +173,7 @@ def figures(quick: bool) -> None:
         write_costs(Path(tmp), "sqlite", pg_url)
         try:
             write_costs(Path(tmp), "postgres", pg_url)
+            telemetry_bytes_postgres(Path(tmp), pg_url)
         except Exception as err:  # a machine without PostgreSQL still gets the SQLite figures
             print(f"(PostgreSQL figures left out: {err})")
         telemetry_intake(Path(tmp), writes=20 if quick else 50)
