@@ -135,9 +135,6 @@ def telemetry_bytes_postgres(directory: Path, pg_url: str, n: int = 3000, size: 
     def stored() -> int:
         with engine.connect() as conn:
             conn.execute(text("VACUUM tel_events"))
-            if os.environ.get("FANOUT_DEBUG"):
-                q = "SELECT relname, pg_relation_size(oid) FROM pg_class WHERE relname LIKE '%tel_events%'"
-                print(conn.execute(text(q)).all(), conn.execute(text("SELECT count(*) FROM tel_events")).all())
             return int(conn.execute(text("SELECT pg_total_relation_size('tel_events')")).scalar_one())
 
     try:

@@ -98,7 +98,8 @@ def _derived(record: fan_out_pb2.FanOut, first: int, after: int = -1) -> Iterato
         ev.origin_seq = first
         yield ev
     which = record.snapshot_of or [0] * len(record.agent_ids)
-    for n, (agent_id, seq, index) in enumerate(zip(record.agent_ids, record.stream_seqs, which), start=1):
+    holders = zip(record.agent_ids, record.stream_seqs, which, strict=True)
+    for n, (agent_id, seq, index) in enumerate(holders, start=1):
         if first + n <= after:
             continue
         ev = event_pb2.Event()
