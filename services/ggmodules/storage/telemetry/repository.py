@@ -7,7 +7,8 @@ refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
 Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
 database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
-are passed over before inserting (so a second replica's relay wastes no cursor and stores nothing twice);
+are passed over before inserting (which is what stores each event once, whichever replica's relay brings
+it: tel_events has no unique key on it, issue 14; and it wastes no cursor);
 and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
 replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
 
