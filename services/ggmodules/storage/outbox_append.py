@@ -6,7 +6,8 @@ stream's next seqs, taking the stream heads in one order, (run id, agent id) byt
 events in their natural order. Two transactions whose streams overlap (a write to the run's board and one
 to a profile's shared memories, each re-stated to every holder) thus never hold one head each while
 waiting for the other's: no deadlock. Per-stream order and origin_seq order are the events' order.
-On PostgreSQL the reservation is one statement; SQLite admits one writer at a time.
+On PostgreSQL the reservation is one statement; SQLite admits one writer at a time. A write with other
+holders appends one FanOutEntry: one row for all its events (storage/fan_out.py, fan_out_rows.py).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.fan_out import FanOutEntry
+from ggmodules.storage.fan_out_rows import KeyedRows, Row
 from ggmodules.storage.prepared import Prepared, Tx
 
 
@@ -69,39 +72,53 @@ class Appender:
             payload=bindparam("payload"),
         )
         self._insert = Prepared(insert)
+        self._keyed = KeyedRows(rows)
         self._insert_returning = Prepared(insert.returning(rows.c.origin_seq))
 
     def append(self, conn: Connection | Tx, event: event_pb2.Event) -> event_pb2.Event:
         """Appends `event` to its (run, agent) stream and reads back its origin_seq."""
         tx = Tx.of(conn)
         row = self._stamp(tx, [event])[0]
-        event.origin_seq = int(self._insert_returning.scalar(tx, row))
+        event.origin_seq = int(self._insert_returning.scalar(tx, _params(row)))
         return event
 
-    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event]) -> None:
+    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event | FanOutEntry]) -> None:
         """Appends `events` to their streams, in this order, once per transaction (see the module doc).
-        Sets each event's origin, stream_seq and time; origin_seq is the row's key, not read back."""
+        Sets each event's origin, stream_seq and time; origin_seq is the row's key, not read back. A
+        FanOutEntry is one row standing for its writer's event and its holders' snapshots
+        (storage/fan_out.py): their streams are reserved here all the same."""
         if not events:
             return
         tx = Tx.of(conn)
-        self._insert.many(tx, self._stamp(tx, events))
+        rows = self._stamp(tx, events)
+        if any(r.entry is not None for r in rows):
+            self._keyed.insert(tx, rows)
+            return
+        self._insert.many(tx, [_params(r) for r in rows])
 
-    def _stamp(self, tx: Tx, events: Sequence[event_pb2.Event]) -> list[dict[str, object]]:
+    def _stamp(self, tx: Tx, events: Sequence[event_pb2.Event | FanOutEntry]) -> list[Row]:
         """Reserves the events' stream seqs and sets origin, stream_seq and time: their rows, in order."""
-        counts = Counter((e.run_id, e.agent_id) for e in events)
+        counts = Counter(s for e in events for s in (e.streams() if isinstance(e, FanOutEntry) else [_of(e)]))
         last = self._reserved(tx, counts)
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-        rows: list[dict[str, object]] = []
-        for e in events:
-            stream = (e.run_id, e.agent_id)
-            seq = last[stream] - counts[stream] + 1
+
+        def next_seq(stream: tuple[str, str]) -> int:
             counts[stream] -= 1
+            return last[stream] - counts[stream]
+
+        rows = []
+        for entry in events:
+            e = entry.event if isinstance(entry, FanOutEntry) else entry
+            seq = next_seq(_of(e))
             e.origin = self.origin
             e.stream_seq = seq
             if not e.HasField("time"):
                 e.time.seconds, e.time.nanos = seconds, nanos
-            payload = e.SerializeToString()
-            rows.append({"run_id": e.run_id, "agent_id": e.agent_id, "stream_seq": seq, "payload": payload})
+            if isinstance(entry, FanOutEntry):
+                entry.stream_seqs = [next_seq((e.run_id, agent_id)) for agent_id, _ in entry.holders]
+                rows.append(Row(e.run_id, e.agent_id, seq, entry.payload(), entry))
+            else:
+                rows.append(Row(e.run_id, e.agent_id, seq, e.SerializeToString()))
         return rows
 
     def _reserved(self, tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -120,3 +137,11 @@ class Appender:
         ((r, a),) = streams
         n = counts[(r, a)]
         return {(r, a): int(self._reserve_one.scalar(tx, {"run_id": r, "agent_id": a, "n": n}))}
+
+
+def _of(e: event_pb2.Event) -> tuple[str, str]:
+    return e.run_id, e.agent_id
+
+
+def _params(r: Row) -> dict[str, object]:
+    return {"run_id": r.run_id, "agent_id": r.agent_id, "stream_seq": r.stream_seq, "payload": r.payload}

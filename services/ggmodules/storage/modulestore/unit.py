@@ -25,6 +25,7 @@ from ggmodules.core.modules.handover import HandoverKind, HandoverPlan
 from ggmodules.core.modules.states import KindState, decode_state, encode_state
 from ggmodules.core.modules.store import Applied, StoreHead
 from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.modulestore import (
     agent_reads,
     archive_index,
@@ -178,7 +179,7 @@ class ModuleStoreUnit:
         else:
             _UPDATE_HEAD_AND_STATE.execute(tx, {**values, "v_state": encode_state(applied.state)})
 
-    def append(self, events: Sequence[event_pb2.Event]) -> None:
+    def append(self, events: Sequence[event_pb2.Event | FanOutEntry]) -> None:
         self.outbox.append_all(self.tx, events)
 
     # ---- tool call ----------------------------------------------------------------------------------

@@ -22,6 +22,7 @@ from ggmodules.core.modules.handover import HandoverKind, HandoverPlan
 from ggmodules.core.modules.states import KindState
 from ggmodules.core.modules.store import Applied, StoreHead
 from ggmodules.core.modules.values import MemoryScope, Origin, Outcome
+from ggmodules.storage.fan_out import FanOutEntry
 
 
 class Holder(Protocol):
@@ -65,7 +66,7 @@ class WriteUnit(Refusals, Protocol):
     def persist(self, run_id: str, store_id: str, read_set_id: str, applied: Applied) -> None:
         """The write's new head and state, its log rows and the writer's read set."""
 
-    def append(self, events: Sequence[event_pb2.Event]) -> None:
+    def append(self, events: Sequence[event_pb2.Event | FanOutEntry]) -> None:
         """To the outbox, on their streams in this order, once per transaction."""
 
 

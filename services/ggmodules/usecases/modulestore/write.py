@@ -2,7 +2,8 @@
 
 The writer must hold the store, actively (not let go of, not handed on), and may write there (not
 read-only). The writer's stream gets the write event (R28); every other active holder gets a snapshot of
-its own state on its own stream (R29), a read-set change only the holders aliasing that read set.
+its own state on its own stream (R29), a read-set change only the holders aliasing that read set; all of
+them stored as one outbox row (storage/fan_out.py).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ from ggmodules.core.errors import PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
-from ggmodules.core.modules.contents import Contents, SkillsContents
+from ggmodules.core.modules.contents import SkillsContents
 from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op, ReadSkill
 from ggmodules.core.modules.states import KindState
 from ggmodules.core.modules.store import Applied
 from ggmodules.core.modules.views import WriteResult
 from ggmodules.core.modules.write import apply_write
+from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.usecases.modulestore.port import Holder, WriteUnit
 from ggmodules.wire.modulestore_events import snapshot_event, write_event
 
@@ -53,8 +55,7 @@ def write(
     if head.kind == Kind.SKILLS:
         figures = skills.holder_figures(figures, read_set if applied.read_set is None else applied.read_set)
     written = write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
-    snapshots = _snapshots(unit, holders, run_id, agent_id, store_id, op, applied, read_set_id)
-    unit.append([written, *snapshots])
+    unit.append([_fan_out(unit, holders, written, op, applied, read_set_id)])
     return WriteResult(
         store_id,
         figures,
@@ -85,39 +86,44 @@ def _writer(unit: WriteUnit, holders: Sequence[Holder], run_id: str, agent_id: s
     return writer
 
 
-def _snapshots(
+def _fan_out(
     unit: WriteUnit,
     holders: Sequence[Holder],
-    run_id: str,
-    agent_id: str,
-    store_id: str,
+    written: event_pb2.Event,
     op: Op,
     applied: Applied,
     writer_read_set: str,
-) -> list[event_pb2.Event]:
-    """Every other active holder re-emits its own state (R29), on its own stream. A read-set change
-    concerns only the holders aliasing that read set."""
-    others = [h for h in holders if h.agent_id is not None and h.agent_id != agent_id and h.active]
+) -> event_pb2.Event | FanOutEntry:
+    """What the store's other holders are told (R29): the writer's event `written` alone when no other
+    holder is, else one record (storage/fan_out.py) standing for it and every other holder's snapshot, in
+    the holders' order. Every other active holder re-emits its own state on its own stream; a read-set
+    change concerns only the holders aliasing that read set. The snapshot is built once per distinct
+    content: once for every kind but skills, whose holders each see their own read set (once per read
+    set)."""
+    writer = written.agent_id
+    others = [h for h in holders if h.agent_id is not None and h.agent_id != writer and h.active]
     if isinstance(op, ReadSkill):
         others = [h for h in others if h.read_set_id == writer_read_set]
     if not others:
-        return []
+        return written
+    run_id, store_id = written.run_id, written.store_id
     kind, figures = applied.head.kind, applied.head.figures
-    contents: Contents | None = applied.delta
-    events = []
-    if not isinstance(applied.delta, SkillsContents):  # one snapshot for all: built once, copied per holder
-        template = snapshot_event(run_id, "", kind, store_id, figures, contents, agent_id)
-        for h in others:
-            event = event_pb2.Event()
-            event.CopyFrom(template)
-            event.agent_id = h.agent_id or ""
-            events.append(event)
-        return events
+    delta = applied.delta
+    if not isinstance(delta, SkillsContents):
+        snapshot = snapshot_event(run_id, "", kind, store_id, figures, delta, writer)
+        return FanOutEntry(written, [snapshot], [(h.agent_id or "", 0) for h in others])
+    assert kind == Kind.SKILLS
     sets = unit.read_sets(h.read_set_id or "" for h in others)
+    index: dict[str, int] = {}
+    snapshots: list[event_pb2.Event] = []
+    told: list[tuple[str, int]] = []
     for h in others:
-        assert h.agent_id is not None
-        theirs = sets.get(h.read_set_id or "", ())
-        holder_figures = skills.holder_figures(figures, theirs)
-        contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
-        events.append(snapshot_event(run_id, h.agent_id, kind, store_id, holder_figures, contents, agent_id))
-    return events
+        theirs = h.read_set_id or ""
+        if theirs not in index:
+            names = sets.get(theirs, ())
+            contents = SkillsContents(delta.directory, delta.catalogue, names)
+            held = skills.holder_figures(figures, names)
+            index[theirs] = len(snapshots)
+            snapshots.append(snapshot_event(run_id, "", kind, store_id, held, contents, writer))
+        told.append((h.agent_id or "", index[theirs]))
+    return FanOutEntry(written, snapshots, told)
