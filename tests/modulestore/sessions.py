@@ -28,7 +28,8 @@ Refusal = tuple[grpc.StatusCode, str, dict[str, str], str]
 
 def credential_of(agent: Agent) -> str:
     """The agent's credential, as Registry minted it for the runtime (the harness's wallet holds it)."""
-    return WALLET.agent(agent.run_id, agent.agent_id) or CREDENTIALS.signer.agent(agent.run_id, agent.agent_id)
+    held = WALLET.agent(agent.run_id, agent.agent_id)
+    return held or CREDENTIALS.signer.agent(agent.run_id, agent.agent_id)
 
 
 def write_message(agent: Agent, kind: int, request_id: str = "", *, as_agent: str = "",
@@ -58,6 +59,10 @@ class RawSession:
         for message in messages:
             self._outbox.put(message)
         return [next(self._answers) for _ in messages]
+
+    def next_answer(self) -> svc.SessionResponse:
+        """The next answer (or the status the stream ended with, raised)."""
+        return next(self._answers)  # type: ignore[no-any-return]
 
     def close(self) -> list[svc.SessionResponse]:
         """Half-closes the stream; whatever answers were still to come."""
