@@ -695,6 +695,12 @@ def _auth_figures(quick: bool) -> None:
         auth_figures(Path(tmp), quick)
 
 
+def _session_figures(quick: bool) -> None:
+    from tests.bench import session  # imports this module: loaded when asked for
+
+    session.figures(quick)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--quick", action="store_true", help="fewer samples, for a smoke run")
@@ -705,6 +711,7 @@ def main() -> None:
         "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,
         "growth": growth.figures,
+        "session": _session_figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()
