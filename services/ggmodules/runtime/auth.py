@@ -103,6 +103,7 @@ RULES: Mapping[str, Rule] = {
     _MS_IN + "Handover": Rule(SERVICE, run_field=""),
     _MS_IN + "ReadOutbox": Rule(SERVICE, run_field=""),
     _MS_IN + "EndRun": Rule(SERVICE, run_field=""),
+    _REG_IN + "PlanSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "ReserveSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "CompleteSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "ReleaseSuccessor": Rule(SERVICE, run_field=""),
@@ -145,9 +146,13 @@ class Guard:
             )
         return self._verifier.verify(token.strip())
 
-    def admit(self, method: str, rule: Rule, metadata: Mapping[str, Any], request: Any) -> Principal:
-        """The caller, if the rule admits it for this request; raises the refusal otherwise."""
-        who = self.principal(metadata)
+    def admit(
+        self, method: str, rule: Rule, metadata: Mapping[str, Any], request: Any, who: Principal | None = None
+    ) -> Principal:
+        """The caller, if the rule admits it for this request; raises the refusal otherwise. `who` is the
+        caller when it has been verified already (`principal`)."""
+        if who is None:
+            who = self.principal(metadata)
         _require_acting(rule, request)
         self._check_role(method, rule, who)
         _check_scope(rule, who, request)
