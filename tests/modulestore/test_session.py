@@ -66,13 +66,14 @@ def refused_like_write(stub: Stub, session: RawSession, agent: Agent, kind: int,
 
 def test_writes_are_answered_in_the_order_sent_each_once_durable(modulestore: Stub) -> None:
     agent = open_agent(modulestore, new_run(), "coder-0")
-    sent = [history(agent, f"message {i}", request_id=f"r-{i}") for i in range(40)]
-    sent.insert(20, task(agent, "in between", request_id="r-task"))
+    prefix = uuid.uuid4().hex  # request ids are the service's, across runs: each test its own
+    sent = [history(agent, f"message {i}", request_id=f"{prefix}-{i}") for i in range(40)]
+    sent.insert(20, task(agent, "in between", request_id=f"{prefix}-task"))
     with RawSession(modulestore, agent) as session:
         answers = session.send(*sent)  # all sent before any answer is read: pipelined
     assert [a.message_seq for a in answers] == list(range(1, 42))
     assert [a.request_id for a in answers] == [m.write.request_id for m in sent]
-    assert [written(a).last_seq for a in answers if a.request_id != "r-task"] == list(range(1, 41))
+    assert [written(a).last_seq for a in answers if a.request_id != f"{prefix}-task"] == list(range(1, 41))
     assert written(answers[20]).task_id == 1
     stored = contents(modulestore, agent, c.KIND_HISTORY).contents.history.messages
     assert [m.content for m in stored] == [f"message {i}" for i in range(40)]

@@ -3,6 +3,8 @@ is refused on its own, with the reason a unary call gets, and changes nothing; t
 
 from __future__ import annotations
 
+import uuid
+
 import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
@@ -23,7 +25,7 @@ def test_r47_a_message_that_does_not_decode_is_refused_and_the_session_goes_on(
     modulestore: Stub, suite: Suite
 ) -> None:
     agent = open_agent(modulestore, new_run(), "coder-0")
-    good = write_message(agent, c.KIND_HISTORY, "r-1",
+    good = write_message(agent, c.KIND_HISTORY, uuid.uuid4().hex,
                          append_messages=svc.AppendMessages(messages=messages("ok")))
     outbox = events(modulestore, agent.run_id)
     raw = suite.channel(suite.modulestore.address, NONE)  # bytes as they are; the credential given here
