@@ -158,6 +158,9 @@ class _Writes:
         async with self._read_lock:
             while self._pending:
                 await self._read_one()
+            if self._broken is None:
+                with contextlib.suppress(*_BROKEN):
+                    await self._call.code()  # the stream's end: the service is done with it
 
     def abort(self) -> None:
         self._closed = True

@@ -14,6 +14,7 @@ waits for every write sent. The session is safe to share between threads; answer
 
 from __future__ import annotations
 
+import contextlib
 import queue
 import threading
 import time
@@ -147,7 +148,7 @@ class _Writes:
                 self._pending.popleft().settle(None, error)
 
     def close(self) -> None:
-        """Half-closes the stream and waits for every write sent to be answered."""
+        """Half-closes the stream, waits for every write sent to be answered, then for the stream's end."""
         with self._send_lock:
             if self._closed:
                 return
@@ -156,6 +157,10 @@ class _Writes:
         with self._read_lock:
             while self._pending:
                 self._read_one()
+            if self._broken is None:
+                with contextlib.suppress(grpc.RpcError):  # the stream's end: the service is done with it
+                    for _ in self._answers:
+                        pass
 
     def abort(self) -> None:
         """Cancels the stream: writes not yet answered fail (those applied stay applied)."""
