@@ -14,8 +14,8 @@ port, logged and printed as `metrics <service> <host:port>` after the `ready` li
 method, code and ErrorReason), `ggmodules_rpc_duration_seconds` (unary latency histogram),
 `ggmodules_subscribers` (open server streams by method: Subscribe on Telemetry, WatchOutbox followers on the
 others, write Sessions on ModuleStore); gauges a service adds read at scrape time: Telemetry's
-`ggmodules_outbox_lag_events` per origin, Transfer's `ggmodules_transfer_journal_pending`. Each service has its own registry, so several services
-in one process (the tests) keep their series apart.
+`ggmodules_outbox_lag_events` per origin, Transfer's `ggmodules_transfer_journal_pending`. Each service has
+its own registry, so several services in one process (the tests) keep their series apart.
 """
 
 from __future__ import annotations
