@@ -1,7 +1,7 @@
 """R50 on the write Session: the credential is checked when the stream opens (a refusal ends it with that
 status, before any message), and every message must name the credential's run and acting agent (else that
 message alone is refused, WRONG_RUN or AGENT_MISMATCH, and the session goes on). Runs are opened through
-Registry as a runtime opens them (tests/auth/test_r50_credentials.py's `start_run`)."""
+Registry as a runtime opens them (tests/auth/_support/runs.py's `start_run`)."""
 
 from __future__ import annotations
 
@@ -10,12 +10,9 @@ import pytest
 
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.auth.test_r50_credentials import Run, rid, start_run, stores_of
+from tests.auth._support.runs import DENIED, UNAUTH, Run, rid, start_run, stores_of
 from tests.harness import CREDENTIALS, Suite, status_of, stubs
-from tests.modulestore.sessions import RawSession, refusal_of, written
-
-DENIED = grpc.StatusCode.PERMISSION_DENIED
-UNAUTH = grpc.StatusCode.UNAUTHENTICATED
+from tests.harness.sessions import RawSession, answer_refusal, written
 
 
 def append(run_id: str, agent_id: str, store_id: str, text: str = "x") -> svc.SessionRequest:
@@ -66,7 +63,7 @@ def test_r50_another_agents_messages_on_my_session_are_refused_one_by_one(
             append(x.run_id, x.reader_id, readers, "as the reader"),
             append(x.run_id, x.agent_id, mine, "two"),
         )
-        code, reason, metadata, message = refusal_of(impersonating)
+        code, reason, metadata, message = answer_refusal(impersonating)
         assert (code, reason) == (DENIED, "AGENT_MISMATCH")
         assert metadata == {"field": "write.agent_id", "agent_id": x.reader_id,
                             "credential_agent_id": x.agent_id}
@@ -83,7 +80,7 @@ def test_r50_messages_naming_another_run_are_refused(suite: Suite, modulestore: 
     with RawSession(modulestore, credential=y.agent) as session:  # type: ignore[arg-type]
         other_run, own = session.send(append(x.run_id, x.agent_id, theirs),
                                       append(y.run_id, y.agent_id, mine))
-        code, reason, metadata, _ = refusal_of(other_run)
+        code, reason, metadata, _ = answer_refusal(other_run)
         assert (code, reason) == (DENIED, "WRONG_RUN")
         assert metadata == {"run_id": x.run_id, "credential_run_id": y.run_id}
         assert written(own).last_seq == 1
@@ -99,8 +96,8 @@ def test_r50_a_read_only_holder_and_a_handed_on_agent_are_refused_on_their_sessi
         request_id=rid(), run_id=x.run_id, agent_id=x.reader_id, store_id=shared,
         write_pad=svc.WritePad(text="scribble")))
     with RawSession(modulestore, credential=x.reader) as session:  # type: ignore[arg-type]
-        assert refusal_of(session.send(pad)[0])[:2] == (DENIED, "READ_ONLY")
+        assert answer_refusal(session.send(pad)[0])[:2] == (DENIED, "READ_ONLY")
     successors = stores_of(suite, x, x.successor_id)["history"]
     with RawSession(modulestore, credential=x.handed) as session:  # type: ignore[arg-type]
         answer = session.send(append(x.run_id, x.handed_id, successors))[0]
-        assert refusal_of(answer)[:2] == (DENIED, "HANDED_ON")
+        assert answer_refusal(answer)[:2] == (DENIED, "HANDED_ON")

@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.sdk.credentials import bearer
-from tests.bench.run import LONG_HISTORIES, PG_DEFAULT, append_request, bind_history, percentile
+from tests.bench.common import LONG_HISTORIES, PG_DEFAULT, append_request, bind_history, percentile
 from tests.harness import WALLET, ServiceProcess, drop_database, new_database_url, open_channel, stubs
 
 PIPELINED = 32

@@ -10,8 +10,8 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import BACKENDS, ServiceProcess, drop_database, new_database_url, open_channel, stubs
-from tests.modulestore.plans import append, contents, messages, new_run, open_agent, write
-from tests.modulestore.sessions import RawSession, write_message, written
+from tests.harness.modulestore import append, contents, messages, new_run, open_agent, write
+from tests.harness.sessions import RawSession, write_message, written
 
 
 @pytest.fixture(params=BACKENDS)

@@ -8,14 +8,13 @@ from __future__ import annotations
 import uuid
 
 import grpc
-import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2, module_pb2
 from ggmodules.internal.v1 import modulestore_internal_service_pb2 as ms_internal
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.handing import carry_all, hand_over
-from tests.modulestore.plans import (
+from tests.harness.handing import carry_all, hand_over
+from tests.harness.modulestore import (
     Agent,
     Stub,
     append,
@@ -26,14 +25,8 @@ from tests.modulestore.plans import (
     open_agent,
     spawn_agent,
 )
-from tests.modulestore.sessions import (
-    RawSession,
-    Refusal,
-    refusal_of,
-    unary_refusal,
-    write_message,
-    written,
-)
+from tests.harness.refusals import Refusal, refused
+from tests.harness.sessions import RawSession, answer_refusal, write_message, written
 
 
 def history(agent: Agent, *texts: str, request_id: str = "") -> svc.SessionRequest:
@@ -47,9 +40,7 @@ def task(agent: Agent, title: str, request_id: str = "") -> svc.SessionRequest:
 
 def unary(stub: Stub, message: svc.SessionRequest) -> Refusal:
     """What Write answers the same write with: its refusal."""
-    with pytest.raises(grpc.RpcError) as caught:
-        stub.Write(message.write)
-    return unary_refusal(caught.value)
+    return refused(stub.Write, message.write)
 
 
 def refused_like_write(stub: Stub, session: RawSession, agent: Agent, kind: int,
@@ -57,7 +48,7 @@ def refused_like_write(stub: Stub, session: RawSession, agent: Agent, kind: int,
     """Sends `message`, expecting a refusal that changes nothing and is the one Write gives."""
     before, outbox = contents(stub, agent, kind), events(stub, agent.run_id)
     (answer,) = session.send(message)
-    got = refusal_of(answer)
+    got = answer_refusal(answer)
     assert answer.request_id == message.write.request_id
     assert contents(stub, agent, kind) == before and events(stub, agent.run_id) == outbox
     assert got == unary(stub, message)

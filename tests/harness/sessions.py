@@ -3,8 +3,8 @@ sent as `SessionRequest`s and answered in order, and the answers compared with w
 
 `RawSession.send(*messages)` sends the messages and returns their answers (one each, in order), so a test
 can interleave sends with reads of the state; `close()` half-closes and reads the stream to its end.
-`as_unary` turns an answer into what the unary call gives (the response, or the code, reason, metadata and
-message of its refusal), so a test can assert a session answers exactly as Write does.
+`answer_refusal` reads a refused answer as `tests.harness.refusals.refusal_of` reads a unary call's refusal,
+so a test can assert a session refuses exactly as Write does.
 """
 
 from __future__ import annotations
@@ -14,16 +14,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import grpc
-from google.rpc import error_details_pb2, status_pb2
-from grpc_status import rpc_status
+from google.rpc import error_details_pb2
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.sdk.credentials import bearer
-from tests.harness import CREDENTIALS, WALLET
-from tests.modulestore.plans import Agent, Stub
+from tests.harness.credentials import CREDENTIALS, WALLET
+from tests.harness.modulestore import Agent, Stub
+from tests.harness.refusals import Refusal, error_info
 
 METHOD = "/ggmodules.modulestore.v1.ModuleStoreService/Session"
-Refusal = tuple[grpc.StatusCode, str, dict[str, str], str]
 
 
 def credential_of(agent: Agent) -> str:
@@ -83,27 +82,24 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
-def refusal_of(answer: svc.SessionResponse) -> Refusal:
-    """A refused answer's code, ErrorInfo reason and metadata, and message."""
+def answer_refusal(answer: svc.SessionResponse) -> Refusal:
+    """A refused answer read as `refusal_of` reads a unary call's refusal."""
     assert answer.WhichOneof("outcome") == "refused", f"expected a refusal, got {answer}"
-    return _refusal(answer.refused)
-
-
-def unary_refusal(err: grpc.RpcError) -> Refusal:
-    """The same four of a unary call's refusal."""
-    status = rpc_status.from_call(err)
-    assert status is not None
-    return _refusal(status)
-
-
-def _refusal(status: status_pb2.Status) -> Refusal:
-    reason, metadata = "", {}
+    status = answer.refused
+    info = error_info(status)
+    violations: list[tuple[str, str]] = []
     for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            reason, metadata = info.reason, dict(info.metadata)
-    code = next(c for c in grpc.StatusCode if c.value[0] == status.code)
-    return code, reason, metadata, status.message
+        bad = error_details_pb2.BadRequest()
+        if detail.Unpack(bad):
+            violations = [(v.field, v.description) for v in bad.field_violations]
+    return Refusal(
+        code=next(c for c in grpc.StatusCode if c.value[0] == status.code),
+        reason=info.reason if info is not None else "",
+        metadata=dict(info.metadata) if info is not None else {},
+        message=status.message,
+        info=info,
+        violations=violations,
+    )
 
 
 def written(answer: svc.SessionResponse) -> svc.WriteResponse:
