@@ -160,7 +160,7 @@ def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(sma
 
     async def fall_behind() -> OutOfRange:
         stream = subscribe(SqlEventLog(repo), tel.SubscribeRequest(run_id="run-slow"))
-        first = await anext(stream)
+        first = tel.SubscribeResponse.FromString(await anext(stream))
         assert first.event.event.origin_seq == 1
         # While this subscriber holds on to its first event, the log moves on past retention.
         more = [

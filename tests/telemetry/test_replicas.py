@@ -232,3 +232,52 @@ def test_r33_on_jetstream_a_cursor_below_retention_is_out_of_range(tmp_path: Pat
     finally:
         suite.close()
         drop_stream(url)
+
+
+@needs_postgres
+@pytest.mark.parametrize("kind", EVENT_LOG_KINDS)
+def test_an_event_stored_by_one_telemetry_replica_wakes_a_subscriber_of_the_other_at_once(
+    tmp_path: Path, kind: str
+) -> None:
+    replicas = Replicas(tmp_path, fresh_jetstream_url() if kind == "jetstream" else "")
+    try:
+        replicas.start_telemetry()
+        run = create_run(replicas.reg, full_profile("coder")).run_id
+        opened = open_instance(replicas.reg, run, "coder")
+        agent = opened.agent_id
+        first = tel_grpc.TelemetryServiceStub(replicas.channel(replicas.telemetry[0].address))
+        turn = is_turn_of(run, agent)
+
+        def report(n: int) -> int:
+            request = tel.ReportTurnRequest(run_id=run, agent_id=agent, turn=n)
+            return int(first.ReportTurn(request).cursor)
+
+        # A ReportTurn is stored by the replica that takes it (replica 0); replica 1 hears of it only
+        # through the log (NOTIFY tel_events on the SQL log, its own consumer on JetStream).
+        other = tel_grpc.TelemetryServiceStub(replicas.channel(replicas.telemetry[1].address))
+        request = tel.SubscribeRequest(run_id=run, agent_id=agent, heartbeat_ms=NO_HEARTBEAT_MS)
+        sub = Subscription(other.Subscribe(request))
+        replicas.subscriptions.append(sub)
+        cursor = report(1)
+        say(replicas.ms_stub(0), run, opened, "quiet")  # ModuleStore's events for the agent end here
+        seen = [sub.next_event()]
+        while not is_write_of("quiet")(seen[-1][1]):
+            seen.append(sub.next_event())
+        assert cursor in [c for c, _ in seen]
+        # Caught up and idle: its next heartbeat is 60 s away, the deadline 15 s. Only a wake-up by replica
+        # 0's commit delivers the next turn in time.
+        cursor = report(2)
+        got = sub.next_event(DEADLINE)
+        while got[1].WhichOneof("body") != "turn":  # another origin's late event for the agent, if any
+            got = sub.next_event(DEADLINE)
+        assert got[0] == cursor and turn(got[1]) == 2
+    finally:
+        replicas.close()
+
+
+def is_turn_of(run: str, agent: str) -> Any:
+    def turn(ev: Any) -> int:
+        assert (ev.run_id, ev.agent_id, ev.WhichOneof("body")) == (run, agent, "turn")
+        return int(ev.turn.turn)
+
+    return turn
