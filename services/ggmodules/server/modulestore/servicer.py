@@ -4,7 +4,7 @@ the call interceptor maps them to statuses."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -19,7 +19,7 @@ from ggmodules.core.modules.tools.catalog import tools_for
 from ggmodules.core.modules.tools.dispatch import plan_call
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
-from ggmodules.server.modulestore import semantic
+from ggmodules.server.modulestore import semantic, session
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit
@@ -104,8 +104,14 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
         return await self.write(request)
 
+    async def Session(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[svc.SessionResponse]:
+        async for answer in session.answers(requests, self.write):
+            yield answer
+
     async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
-        """A write, from the unary Write or a Session: checked, then the write use case
+        """A write, from the unary Write or each of a Session's: checked, then the write use case
         (usecases/modulestore/write.py) in one transaction with its request id."""
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
         self._require_open(request.run_id)
