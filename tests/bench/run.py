@@ -31,7 +31,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2, m
 from ggmodules.sdk import Client, Memories, Profile
 from ggmodules.telemetry.v1 import telemetry_service_pb2, telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bench import archive_search, growth
+from tests.bench import archive_search, growth, writes
 from tests.bench.raw_stream import stream_stub
 from tests.harness import (
     ROOT,
@@ -705,6 +705,7 @@ def main() -> None:
         "telemetry-jetstream": telemetry_jetstream_figures,
         "archive": archive_figures,
         "growth": growth.figures,
+        "writes": writes.figures,
     }
     parser.add_argument("--only", choices=list(sections), help="one section of figures")
     args = parser.parse_args()
