@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -144,32 +145,44 @@ class GroupCommit:
 
     def _attempt(self, batch: list[_Mutation]) -> list[Message | BaseException]:
         """The batch in one transaction. A lone mutation's refusal is raised (its transaction rolled back);
-        in a larger batch it is that mutation's outcome."""
+        in a larger batch it is that mutation's outcome.
+
+        PostgreSQL, prepared statements only: in psycopg's pipeline mode, so statements whose results are
+        not read travel with the next that is; each mutation's statements are answered (synced) before its
+        savepoint is released, so an error is always the mutation's whose statement failed."""
         outcomes: list[Message | BaseException] = []
         savepoints = len(batch) > 1
-        tx, conn, end = self._begin(all(m.prepared for m in batch))
+        prepared_only = all(m.prepared for m in batch)
+        tx, conn, end = self._begin(prepared_only)
+        committed = False
         try:
-            for m in batch:
-                if savepoints:
-                    tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
-                try:
-                    outcomes.append(self._apply(tx, conn, m))
-                except Exception as exc:
-                    if not savepoints:
-                        raise
-                    if lost_to_concurrency(exc):
-                        raise _Lost() from exc
-                    tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-                    outcomes.append(exc)
-                if savepoints:
-                    tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+            with ExitStack() as stack:
+                pipeline = _pipeline(stack, conn) if prepared_only else None
+                for m in batch:
+                    if savepoints:
+                        tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
+                    try:
+                        outcome = self._apply(tx, conn, m)
+                        if pipeline is not None and savepoints:
+                            pipeline.sync()
+                        outcomes.append(outcome)
+                    except Exception as exc:
+                        if not savepoints:
+                            raise
+                        if lost_to_concurrency(exc):
+                            raise _Lost() from exc
+                        tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                        outcomes.append(exc)
+                    if savepoints:
+                        tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                if pipeline is not None:  # COMMIT travels with what is still unanswered
+                    committed = True
+                    _commit(end)
         except BaseException:
             end(False)
             raise
-        try:
-            end(True)
-        except Exception as exc:
-            raise _Committing() from exc
+        if not committed:
+            _commit(end)
         return outcomes
 
     def _apply(self, tx: Tx, conn: Connection | None, m: _Mutation) -> Message:
@@ -240,6 +253,23 @@ class _Lost(Exception):
 
 class _Committing(Exception):
     """COMMIT itself failed (the cause): whether it took effect is unknown here; it is not run again."""
+
+
+def _commit(end: Callable[[bool], None]) -> None:
+    try:
+        end(True)
+    except Exception as exc:
+        raise _Committing() from exc
+
+
+def _pipeline(stack: ExitStack, conn: Connection | None) -> Any:
+    """psycopg's pipeline on the connection, entered on `stack`; None for other drivers."""
+    if conn is None:
+        return None
+    dbapi = conn.connection.dbapi_connection
+    if dbapi is None or not hasattr(dbapi, "pipeline"):
+        return None
+    return stack.enter_context(dbapi.pipeline())
 
 
 def _busy(loop: asyncio.AbstractEventLoop) -> bool:
