@@ -98,6 +98,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
             key,
             lambda conn: convert.write_response(repo.write(conn, run_id, agent_id, store_id, op)),
             svc.WriteResponse,
+            order=(run_id, store_id),
         )
 
     async def GetStore(

@@ -1,28 +1,31 @@
 """Group commit: concurrent mutations share one transaction, each in its own SAVEPOINT.
 
-A mutation handed to `GroupCommit.mutate` waits in a queue. When no batch is running it starts one; the
-mutations that arrive while a batch runs (and commits) make up the next. A batch is one transaction:
+A mutation handed to `GroupCommit.mutate` waits in a queue; the mutations that arrive while a batch runs
+(and commits) make up the next one. A batch is one transaction:
 - each mutation claims its request id, applies, appends its events and records its answer exactly as a
   transaction of its own would (transaction.py), inside `SAVEPOINT`; a refusal (any exception) rolls back
   to it, so a refused mutation changes nothing and the others stand;
-- mutations are applied in arrival order, so writers of one store keep the order they were accepted in
-  (on PostgreSQL the first write of a store in the batch takes the store row's lock, as alone);
+- mutations of one store are applied in arrival order (a batch is sorted by the store each locks first,
+  stably), so writers of one store keep the order they were accepted in; on PostgreSQL the first write of a
+  store in the batch takes the store row's lock, as alone, and batches take those locks in one order;
 - every caller is answered only after the batch's COMMIT, refusals included (a refusal may rest on an
-  earlier mutation of the batch); a COMMIT that fails is every caller's answer, and nothing was applied.
+  earlier mutation of the batch); a COMMIT that fails is every caller's answer.
 A mutation that loses to a concurrent transaction (storage.contention: deadlock, lock or unique races, a
 vanished claim) rolls the whole batch back; its mutations are then run one transaction each, retried as
-before. A batch of one runs without a savepoint: the single caller pays nothing for the grouping.
+before. A batch of one runs without a savepoint: a lone caller pays nothing for the grouping.
 
-Where the batch runs: with SQLite on the event loop (one pinned connection, as every other transaction of
-the service; the loop does nothing else meanwhile, and what arrives then is the next batch); with
-PostgreSQL on one worker thread with a connection of its own, one batch at a time, so no two batches of a
-process wait on each other's row locks. A connection found broken before COMMIT (a restarted server) is
-replaced and the batch run again once: nothing of it was committed.
+Where batches run: with SQLite on the event loop (one pinned connection, as every other transaction of
+the service), once the loop has nothing else ready; what arrives meanwhile is the next batch. With
+PostgreSQL on up to `WORKERS` threads, each with a connection of its own (no pool checkout, no ping per
+transaction): a batch starts on an idle worker at once, so a lone caller waits for no one, and under load
+each worker takes what queued while it was busy. A connection found broken before COMMIT (a restarted
+server) is replaced and the batch run again once: nothing of it was committed.
 """
 
 from __future__ import annotations
 
 import asyncio
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -45,6 +48,8 @@ MAX_BATCH = 64
 _SAVEPOINT = "gc"
 # How many turns of the event loop a SQLite batch waits at most for the loop to have nothing else ready.
 MAX_DEFERRALS = 64
+# PostgreSQL: batches in flight at once, each on its own worker thread and connection.
+WORKERS = 4
 
 
 @dataclass(slots=True)
@@ -54,20 +59,31 @@ class _Mutation:
     response_type: type[Message]
     # True: `apply` runs only prepared statements and takes a Tx; False: it takes a SQLAlchemy Connection.
     prepared: bool
+    order: tuple[str, ...]
     future: asyncio.Future[Message]
 
 
 class GroupCommit:
-    def __init__(self, transactions: Transactions, log: FastRequestLog, committed: CommitSignal) -> None:
+    def __init__(
+        self,
+        transactions: Transactions,
+        log: FastRequestLog,
+        committed: CommitSignal,
+        *,
+        workers: int = WORKERS,
+    ) -> None:
         self._transactions = transactions
         self._log = log
         self._committed = committed
         self._inline = transactions.pinned_dbapi is not None
         self._pending: list[_Mutation] = []
-        self._running = False
+        self._scheduled = False  # SQLite: a flush is scheduled on the loop
+        self._workers = workers
+        self._in_flight = 0  # PostgreSQL: batches running on worker threads
         self._executor: ThreadPoolExecutor | None = None
-        self._connection: Connection | None = None  # the worker thread's own (PostgreSQL)
-        self._drainer: asyncio.Task[None] | None = None
+        self._local = threading.local()  # each worker thread's own connection
+        self._connections: list[Connection] = []
+        self._tasks: set[asyncio.Task[None]] = set()
 
     async def mutate(
         self,
@@ -76,20 +92,28 @@ class GroupCommit:
         response_type: type[M],
         *,
         prepared: bool = True,
+        order: tuple[str, ...] = (),
     ) -> M:
         """`apply` in the next batch's transaction, with `key` claimed first (R49); its response once that
-        transaction has committed. `prepared`: `apply` takes a Tx (prepared statements only)."""
+        transaction has committed. `prepared`: `apply` takes a Tx (prepared statements only). `order`: the
+        row it locks first (run id, store id); a batch applies its mutations in that order, arrival order
+        among equals, so concurrent batches take those locks in one order."""
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Message] = loop.create_future()
-        self._pending.append(_Mutation(key, apply, response_type, prepared, future))
-        if not self._running:
-            self._running = True
-            if self._inline:
+        self._pending.append(_Mutation(key, apply, response_type, prepared, order, future))
+        if self._inline:
+            if not self._scheduled:
+                self._scheduled = True
                 loop.call_soon(self._flush_inline, loop, 0)
-            else:
-                self._drainer = loop.create_task(self._drain())
+        else:
+            self._start_batches(loop)
         response: M = await future  # type: ignore[assignment]
         return response
+
+    def _next_batch(self) -> list[_Mutation]:
+        batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+        batch.sort(key=lambda m: m.order)  # stable: arrival order among mutations of one store
+        return batch
 
     def _flush_inline(self, loop: asyncio.AbstractEventLoop, deferred: int) -> None:
         # Not while the loop has other work ready: calls arriving now (each takes the loop a few turns to
@@ -99,25 +123,30 @@ class GroupCommit:
             return
         try:
             while self._pending:
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
+                batch = self._next_batch()
                 _settle(batch, self._run(batch))
         finally:
-            self._running = False
+            self._scheduled = False
 
-    async def _drain(self) -> None:
-        loop = asyncio.get_running_loop()
+    def _start_batches(self, loop: asyncio.AbstractEventLoop) -> None:
+        """PostgreSQL: a batch of what is pending on every idle worker."""
+        while self._pending and self._in_flight < self._workers:
+            self._in_flight += 1
+            task = loop.create_task(self._batch(loop, self._next_batch()))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+
+    async def _batch(self, loop: asyncio.AbstractEventLoop, batch: list[_Mutation]) -> None:
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="group-commit")
+            self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="group-commit")
         try:
-            while self._pending:
-                batch, self._pending = self._pending[:MAX_BATCH], self._pending[MAX_BATCH:]
-                try:
-                    outcomes = await loop.run_in_executor(self._executor, self._run, batch)
-                except BaseException as exc:  # the executor itself failed (shutting down)
-                    outcomes = [exc] * len(batch)
-                _settle(batch, outcomes)
+            outcomes = await loop.run_in_executor(self._executor, self._run, batch)
+        except BaseException as exc:  # the executor itself failed (shutting down)
+            outcomes = [exc] * len(batch)
         finally:
-            self._running = False
+            self._in_flight -= 1
+        _settle(batch, outcomes)
+        self._start_batches(loop)
 
     # ---- one batch (synchronous: on the loop for SQLite, on the worker thread for PostgreSQL) ----------
 
@@ -223,9 +252,11 @@ class GroupCommit:
         return Tx.of(conn), conn, end
 
     def _own_connection(self) -> Connection:
-        if self._connection is None or self._connection.closed:
-            self._connection = self._transactions.engine.connect()
-        return self._connection
+        conn: Connection | None = getattr(self._local, "connection", None)
+        if conn is None or conn.closed:
+            conn = self._local.connection = self._transactions.engine.connect()
+            self._connections.append(conn)
+        return conn
 
     def _alone(self, m: _Mutation) -> Message | BaseException:
         """One mutation in a transaction of its own, retried when it loses to a concurrent one."""
@@ -243,8 +274,8 @@ class GroupCommit:
     def close(self) -> None:
         if self._executor is not None:
             self._executor.shutdown(wait=True)
-        if self._connection is not None:
-            self._connection.close()
+        for conn in self._connections:
+            conn.close()
 
 
 class _Lost(Exception):
