@@ -4,7 +4,7 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`) prints one section. Every
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `auth`, `writes`) prints one section. Every
 service runs with auth on (the harness's keys); `auth` sets append through the credential check beside
 append on a --insecure-dev ModuleStore.
 """

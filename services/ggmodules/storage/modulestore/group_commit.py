@@ -60,7 +60,7 @@ class _Mutation:
     # True: `apply` runs only prepared statements and takes a Tx; False: it takes a SQLAlchemy Connection.
     prepared: bool
     order: tuple[str, ...]
-    future: asyncio.Future[Message]
+    future: asyncio.Future[Message] | None
 
 
 class GroupCommit:
@@ -99,6 +99,12 @@ class GroupCommit:
         row it locks first (run id, store id); a batch applies its mutations in that order, arrival order
         among equals, so concurrent batches take those locks in one order."""
         loop = asyncio.get_running_loop()
+        if self._inline and not self._scheduled and not _busy(loop):
+            # SQLite, nothing else to do: no call is on its way to join a batch; run it now.
+            (outcome,) = self._run([_Mutation(key, apply, response_type, prepared, order, None)])
+            if isinstance(outcome, BaseException):
+                raise outcome
+            return outcome  # type: ignore[return-value]
         future: asyncio.Future[Message] = loop.create_future()
         self._pending.append(_Mutation(key, apply, response_type, prepared, order, future))
         if self._inline:
@@ -311,7 +317,8 @@ def _busy(loop: asyncio.AbstractEventLoop) -> bool:
 
 def _settle(batch: list[_Mutation], outcomes: list[Message | BaseException]) -> None:
     for m, outcome in zip(batch, outcomes, strict=True):
-        if m.future.done():  # the caller went away; what it asked for stands or fell all the same
+        # No future: run at once, answered by its caller. Done: the caller left; its write stands anyway.
+        if m.future is None or m.future.done():
             continue
         if isinstance(outcome, BaseException):
             m.future.set_exception(outcome)
