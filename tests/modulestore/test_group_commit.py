@@ -239,3 +239,37 @@ def test_every_acknowledged_write_survives_kill_9_in_the_middle_of_batches(datab
                 assert [acked[x] for x in made] == sorted(acked[x] for x in made)
     finally:
         proc.terminate()
+
+
+@pytest.mark.parametrize("backend", BACKENDS[1:])
+def test_a_one_connection_pool_still_serves_batches_and_reads(backend: str, tmp_path: Path) -> None:
+    """With PostgreSQL and a pool of one connection, the batch worker takes it per batch and gives it back:
+    concurrent writes are all applied and a read between them is served."""
+    url = new_database_url(backend, "modulestore", tmp_path)
+    repo = ModuleStoreRepository(make_engine(url, pool_size=1, max_overflow=0))
+    run, agent = new_run(), "coder-0"
+    try:
+        roster = repo.mutate(None, lambda conn: convert.bind_response(repo.bind(conn, _plan(run, agent))),
+                             svc.BindInstanceResponse).roster
+        store = roster[0].store_id
+
+        def apply(i: int) -> Any:
+            request = svc.WriteRequest(run_id=run, agent_id=agent, store_id=store,
+                                       append_messages=svc.AppendMessages(messages=messages(f"m{i}")))
+            op = convert.op_from(request)
+            return lambda tx: convert.write_response(repo.write(tx, run, agent, store, op))
+
+        async def main() -> list[Any]:
+            loop = asyncio.get_running_loop()
+            writes = [repo.batched.mutate(RequestKey("Write", f"{run}-{i}", "h"), apply(i), svc.WriteResponse,
+                                          order=(run, store)) for i in range(10)]
+            read = loop.run_in_executor(None, repo.get_store, run, store, agent, 0, 100)
+            return await asyncio.gather(*writes, read)
+
+        *answers, _ = asyncio.run(main())
+        assert sorted(a.last_seq for a in answers) == list(range(1, 11))
+        view = repo.get_store(run, store, agent, 0, 100)
+        assert view.store.figures.items == 10
+    finally:
+        repo.close()
+        drop_database(url)

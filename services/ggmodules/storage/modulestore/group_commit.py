@@ -78,7 +78,11 @@ class GroupCommit:
         self._inline = transactions.pinned_dbapi is not None
         self._pending: list[_Mutation] = []
         self._scheduled = False  # SQLite: a flush is scheduled on the loop
-        self._workers = workers
+        # PostgreSQL: each worker keeps a connection of the pool while the pool leaves at least as many
+        # again for everything else; a smaller pool gets one worker that takes a connection per batch.
+        capacity = _pool_capacity(transactions)
+        self._workers = max(1, min(workers, capacity // 2))
+        self._keep = capacity >= 2 * self._workers
         self._in_flight = 0  # PostgreSQL: batches running on worker threads
         self._executor: ThreadPoolExecutor | None = None
         self._local = threading.local()  # each worker thread's own connection
@@ -147,6 +151,11 @@ class GroupCommit:
             self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="group-commit")
         try:
             outcomes = await loop.run_in_executor(self._executor, self._run, batch)
+        except asyncio.CancelledError:  # the service is stopping: so are its callers
+            for m in batch:
+                if m.future is not None:
+                    m.future.cancel()
+            raise
         except BaseException as exc:  # the executor itself failed (shutting down)
             outcomes = [exc] * len(batch)
         finally:
@@ -157,6 +166,13 @@ class GroupCommit:
     # ---- one batch (synchronous: on the loop for SQLite, on the worker thread for PostgreSQL) ----------
 
     def _run(self, batch: list[_Mutation]) -> list[Message | BaseException]:
+        try:
+            return self._run_kept(batch)
+        finally:
+            if not self._keep:
+                self._release()
+
+    def _run_kept(self, batch: list[_Mutation]) -> list[Message | BaseException]:
         try:
             try:
                 outcomes = self._attempt(batch)
@@ -266,6 +282,8 @@ class GroupCommit:
 
     def _alone(self, m: _Mutation) -> Message | BaseException:
         """One mutation in a transaction of its own, retried when it loses to a concurrent one."""
+        if not self._keep:
+            self._release()  # the transaction takes its connection from the pool
         t = self._transactions
         try:
             if m.prepared:
@@ -276,6 +294,13 @@ class GroupCommit:
             return exc
         self._committed.notify()
         return response
+
+    def _release(self) -> None:
+        conn: Connection | None = getattr(self._local, "connection", None)
+        if conn is not None:
+            self._local.connection = None
+            self._connections.remove(conn)
+            conn.close()
 
     def close(self) -> None:
         if self._executor is not None:
@@ -290,6 +315,16 @@ class _Lost(Exception):
 
 class _Committing(Exception):
     """COMMIT itself failed (the cause): whether it took effect is unknown here; it is not run again."""
+
+
+def _pool_capacity(transactions: Transactions) -> int:
+    """Connections the engine's pool opens at most (pool size + overflow); large when unbounded."""
+    pool = transactions.engine.pool
+    size = getattr(pool, "size", None)
+    overflow = getattr(pool, "_max_overflow", None)
+    if not callable(size) or not isinstance(overflow, int) or overflow < 0:
+        return 1_000
+    return int(size()) + overflow
 
 
 def _commit(end: Callable[[bool], None]) -> None:
