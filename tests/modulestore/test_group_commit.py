@@ -273,3 +273,4 @@ def test_a_one_connection_pool_still_serves_batches_and_reads(backend: str, tmp_
     finally:
         repo.close()
         drop_database(url)
+

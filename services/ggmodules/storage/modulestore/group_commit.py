@@ -28,7 +28,6 @@ import asyncio
 import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -196,44 +195,32 @@ class GroupCommit:
 
     def _attempt(self, batch: list[_Mutation]) -> list[Message | BaseException]:
         """The batch in one transaction. A lone mutation's refusal is raised (its transaction rolled back);
-        in a larger batch it is that mutation's outcome.
-
-        PostgreSQL, prepared statements only: in psycopg's pipeline mode, so statements whose results are
-        not read travel with the next that is; each mutation's statements are answered (synced) before its
-        savepoint is released, so an error is always the mutation's whose statement failed."""
+        in a larger batch it is that mutation's outcome."""
         outcomes: list[Message | BaseException] = []
         savepoints = len(batch) > 1
-        prepared_only = all(m.prepared for m in batch)
-        tx, conn, end = self._begin(prepared_only)
-        committed = False
+        tx, conn, end = self._begin(all(m.prepared for m in batch))
         try:
-            with ExitStack() as stack:
-                pipeline = _pipeline(stack, conn) if prepared_only else None
-                for m in batch:
-                    if savepoints:
-                        tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
-                    try:
-                        outcome = self._apply(tx, conn, m)
-                        if pipeline is not None and savepoints:
-                            pipeline.sync()
-                        outcomes.append(outcome)
-                    except Exception as exc:
-                        if not savepoints:
-                            raise
-                        if lost_to_concurrency(exc):
-                            raise _Lost() from exc
-                        tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-                        outcomes.append(exc)
-                    if savepoints:
-                        tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-                if pipeline is not None:  # COMMIT travels with what is still unanswered
-                    committed = True
-                    _commit(end)
+            for m in batch:
+                if savepoints:
+                    tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
+                try:
+                    outcomes.append(self._apply(tx, conn, m))
+                except Exception as exc:
+                    if not savepoints:
+                        raise
+                    if lost_to_concurrency(exc):
+                        raise _Lost() from exc
+                    tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                    outcomes.append(exc)
+                if savepoints:
+                    tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         except BaseException:
             end(False)
             raise
-        if not committed:
-            _commit(end)
+        try:
+            end(True)
+        except Exception as exc:
+            raise _Committing() from exc
         return outcomes
 
     def _apply(self, tx: Tx, conn: Connection | None, m: _Mutation) -> Message:
@@ -325,23 +312,6 @@ def _pool_capacity(transactions: Transactions) -> int:
     if not callable(size) or not isinstance(overflow, int) or overflow < 0:
         return 1_000
     return int(size()) + overflow
-
-
-def _commit(end: Callable[[bool], None]) -> None:
-    try:
-        end(True)
-    except Exception as exc:
-        raise _Committing() from exc
-
-
-def _pipeline(stack: ExitStack, conn: Connection | None) -> Any:
-    """psycopg's pipeline on the connection, entered on `stack`; None for other drivers."""
-    if conn is None:
-        return None
-    dbapi = conn.connection.dbapi_connection
-    if dbapi is None or not hasattr(dbapi, "pipeline"):
-        return None
-    return stack.enter_context(dbapi.pipeline())
 
 
 def _busy(loop: asyncio.AbstractEventLoop) -> bool:
