@@ -38,7 +38,7 @@ from tests.harness import (
     status_of,
     stubs,
 )
-from tests.modulestore.plans import Stub, contents, events, messages, new_run, open_agent, write
+from tests.harness.modulestore import Stub, contents, events, messages, new_run, open_agent, write
 
 
 @pytest.fixture(params=BACKENDS)

@@ -141,7 +141,7 @@ def test_a_transfer_is_one_trace_with_spans_from_three_services(observed: Observ
     # The Registry's and ModuleStore's steps of the transfer, each under a client span of Transfer's.
     by_id = {s.context.span_id: s for s in in_trace}
     steps = {s.name.rsplit("/", 1)[-1] for s in in_trace if s.kind is SpanKind.SERVER and s is not transition}
-    assert {"ReserveSuccessor", "Handover", "CompleteSuccessor"} <= steps, steps
+    assert {"PlanSuccessor", "Handover", "CompleteSuccessor"} <= steps, steps
     for span in in_trace:
         if span is transition:
             continue
@@ -246,3 +246,16 @@ def test_the_flags_turn_traces_and_metrics_on_in_a_service_process(tmp_path: Pat
     log = service.log_text()
     assert '"name": "/ggmodules.registry.v1.RegistryService/ListRuns"' in log
     assert '"service.name": "ggmodules-registry"' in log
+
+
+def test_an_open_write_session_is_counted_and_its_end_recorded(observed: Observed) -> None:
+    session = "/ggmodules.modulestore.v1.ModuleStoreService/Session"
+    assert observed.modulestore.running.metrics is not None
+    address = observed.modulestore.running.metrics.address
+    with observed.client() as gg:
+        run = gg.create_run("metrics-session", [Profile("planner")])
+        agent = gg.open_instance(run.id, "planner")
+        with agent.session() as s:
+            s.history.append("user", "counted")  # answered: the stream is open on the server
+            assert _value(_scrape(address), "ggmodules_subscribers", method=session) == 1
+    assert _value(_scrape(address), "ggmodules_rpc_requests_total", method=session, code="OK") >= 1

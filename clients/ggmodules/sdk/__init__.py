@@ -14,6 +14,7 @@
 """
 
 from ggmodules.sdk.agent import Agent, AsyncAgent
+from ggmodules.sdk.aio_session import AsyncWriteSession
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.errors import (
@@ -110,6 +111,7 @@ from ggmodules.sdk.results import (
     Transfer,
     WriteResult,
 )
+from ggmodules.sdk.session import Ack, WriteSession
 from ggmodules.sdk.stream import AsyncSubscription, Reconnect, Subscription
 from ggmodules.sdk.words import (
     IssueStatus,
@@ -127,6 +129,7 @@ from ggmodules.sdk.words import (
 
 __all__ = [
     "NO_RETRY",
+    "Ack",
     "AckBeyondHeadError",
     "Agent",
     "AgentMismatchError",
@@ -138,6 +141,7 @@ __all__ = [
     "AsyncAgent",
     "AsyncClient",
     "AsyncSubscription",
+    "AsyncWriteSession",
     "Block",
     "BoardContents",
     "BoardHandle",
@@ -238,6 +242,7 @@ __all__ = [
     "UnknownToolError",
     "Violation",
     "WriteResult",
+    "WriteSession",
     "WrongKindError",
     "WrongRunError",
 ]

@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import grpc
 
 from ggmodules.sdk import modulestore_calls as ms
@@ -28,6 +30,10 @@ from ggmodules.sdk.handles import (
 from ggmodules.sdk.plans import ModuleRef
 from ggmodules.sdk.results import Instance, RosterRow
 from ggmodules.sdk.words import Kind
+
+if TYPE_CHECKING:
+    from ggmodules.sdk.aio_session import AsyncWriteSession
+    from ggmodules.sdk.session import WriteSession
 
 
 class _Agent(Bound[M]):
@@ -115,6 +121,18 @@ class _Agent(Bound[M]):
 class Agent(_Agent[Sync]):
     """An agent whose calls return their results."""
 
+    def session(self) -> WriteSession:
+        """This agent with its writes sent on one ModuleStore `Session` stream (ggmodules.sdk.session):
+        `with agent.session() as s: s.history.append(...)`."""
+        found: WriteSession = self._transport.session(self.instance)
+        return found
+
 
 class AsyncAgent(_Agent[Async]):
     """An agent whose calls return awaitables."""
+
+    def session(self) -> AsyncWriteSession:
+        """This agent with its writes sent on one ModuleStore `Session` stream (ggmodules.sdk.aio_session):
+        `async with agent.session() as s: await s.history.append(...)`."""
+        found: AsyncWriteSession = self._transport.session(self.instance)
+        return found
