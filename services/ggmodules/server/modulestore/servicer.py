@@ -104,13 +104,12 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         op = convert.op_from(request)
         key = RequestKey.of("Write", request)
         repo, run_id, agent_id, store_id = self._repo, request.run_id, request.agent_id, request.store_id
-        result: svc.WriteResponse = await self._run(
-            repo.mutate_prepared,
+        return await repo.batched.mutate(
             key,
             lambda conn: convert.write_response(repo.write(conn, run_id, agent_id, store_id, op)),
             svc.WriteResponse,
+            order=(run_id, store_id),
         )
-        return result
 
     async def GetStore(
         self, request: svc.GetStoreRequest, context: grpc.aio.ServicerContext
@@ -159,13 +158,12 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         call = plan_call(request.tool_name, request.arguments_json)
         key = RequestKey.of("CallTool", request)
         repo, run_id, agent_id = self._repo, request.run_id, request.agent_id
-        result: svc.CallToolResponse = await self._run(
-            repo.mutate,
+        return await repo.batched.mutate(
             key,
             lambda conn: convert.tool_response(repo.call_tool(conn, run_id, agent_id, call)),
             svc.CallToolResponse,
+            prepared=False,
         )
-        return result
 
     async def SearchArchive(
         self, request: svc.SearchArchiveRequest, context: grpc.aio.ServicerContext

@@ -28,6 +28,7 @@ from ggmodules.storage.modulestore import agent_reads, binding, handover, readin
 from ggmodules.storage.modulestore.archive_index import vectors
 from ggmodules.storage.modulestore.events import ORIGIN
 from ggmodules.storage.modulestore.fast_log import FastOutbox, FastRequestLog
+from ggmodules.storage.modulestore.group_commit import GroupCommit
 from ggmodules.storage.modulestore.prepared import Tx
 from ggmodules.storage.modulestore.tables import MsOutboxPosition, MsRequest
 from ggmodules.storage.modulestore.transaction import Transactions
@@ -48,6 +49,8 @@ class ModuleStoreRepository:
         self.committed = CommitSignal()  # notified after every mutation: wakes WatchOutbox streams
         self.positions = OutboxPositions(self.outbox, MsOutboxPosition)
         self.request_table = MsRequest.__table__  # type: ignore[attr-defined]
+        # Writes from the event loop: concurrent ones share a transaction (group_commit.py).
+        self.batched = GroupCommit(self.transactions, self.requests, self.committed)
 
     def mutate(self, key: RequestKey | None, apply: Callable[[Connection], M], response_type: type[M]) -> M:
         response = self.transactions.mutate(self.requests, key, apply, response_type)
@@ -131,4 +134,5 @@ class ModuleStoreRepository:
         return self.read(read)
 
     def close(self) -> None:
+        self.batched.close()
         self.transactions.close()

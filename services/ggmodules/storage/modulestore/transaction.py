@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
@@ -29,6 +29,15 @@ class Transactions:
         self.retries = retries
         self._pinned = engine.connect() if pinned else None
         self._raw = self._pinned.connection.dbapi_connection if self._pinned is not None else None
+
+    @property
+    def pinned(self) -> Connection | None:
+        return self._pinned
+
+    @property
+    def pinned_dbapi(self) -> Any:
+        """The pinned connection's DBAPI connection (SQLite inline), or None."""
+        return self._raw
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:
