@@ -12,9 +12,9 @@ from ggmodules.core.console import events as ev
 from ggmodules.core.console import views as v
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import contents as c
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.values import IssueStatus, TaskStatus
+from ggmodules.core.roster import RosterRow
 from ggmodules.core.vocabulary import MemoryScope, MemoryStrategy, Origin, Outcome
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.wire.modulestore import contents_pb, figures_pb, kind_pb, origin_pb
@@ -110,7 +110,7 @@ def _row(r: common_pb2.RosterRow) -> RosterRow:
         kind=_enum(Kind, r.kind) or Kind.HISTORY,
         store_id=r.store_id,
         enabled=r.enabled,
-        origin=_enum(Origin, r.origin) if r.origin else None,
+        origin=_enum(Origin, r.origin) or Origin.UNSPECIFIED,
         scope=_enum(MemoryScope, r.scope) or MemoryScope.UNSPECIFIED,
         may_write=r.may_write,
         strategy=_enum(MemoryStrategy, r.strategy) or MemoryStrategy.UNSPECIFIED,

@@ -9,9 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import RosterRow
 from ggmodules.core.vocabulary import Origin, Outcome
 
 

@@ -202,7 +202,7 @@ class Folded:
         fresh = not store.holders and not store.happenings
         before = store.holders.get(pred) if pred else None
         continues = body.outcome == Outcome.CARRIED and before is not None
-        origin = row.origin if row is not None and row.origin is not None else Origin.TRANSFERRED
+        origin = row.origin if row is not None and row.origin else Origin.TRANSFERRED
         may_write = row.may_write if row is not None else True
         held = Holding(agent, store.store_id, origin, may_write, event.cursor, continues=continues)
         held.figures = body.figures

@@ -5,9 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import ArchivedThread, Contents, Message
 from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import RosterRow
 from ggmodules.core.vocabulary import Origin
 
 ENDED_RUN = frozenset({"finished", "internal_error"})

@@ -49,7 +49,7 @@ from ggmodules.core.errors import (
 from ggmodules.core.registry.runs import require_running
 from ggmodules.core.transfer.checks import require_edges_takeable, require_not_handed_on, resolve_edge
 from ggmodules.core.transfer.plan import PredecessorLacks, Sides, plan_exec, plan_transition
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import TransferKind, TransferState
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.server.transfer.calls import Calls

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from ggmodules.common.v1 import common_pb2, event_pb2
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
-from ggmodules.core.modules.figures import Caps, Figures
-from ggmodules.core.modules.values import Origin, Outcome
+from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import Caps, RosterRow
+from ggmodules.core.vocabulary import Origin, Outcome
 from ggmodules.wire.modulestore import (
     caps_pb,
     contents_pb,
