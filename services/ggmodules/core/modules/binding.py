@@ -13,11 +13,8 @@ def check_plan(plan: BindPlan) -> None:
     """Every binding well-formed, each kind at most once, history bound (R2)."""
     check_name("run_id", plan.run_id)
     check_name("agent_id", plan.agent_id)
-    for name, value in (
-        ("profile", plan.profile),
-        ("parent_agent_id", plan.parent_agent_id),
-        ("cause", plan.cause),
-    ):
+    # The cause is a word of the vocabulary by construction (wire refuses any other).
+    for name, value in (("profile", plan.profile), ("parent_agent_id", plan.parent_agent_id)):
         check_name(name, value, required=False)
     seen: set[Kind] = set()
     for i, b in enumerate(plan.bindings):
