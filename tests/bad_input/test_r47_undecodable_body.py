@@ -8,7 +8,9 @@ import grpc
 import pytest
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
+from ggmodules.sdk.credentials import bearer
 from tests.bad_input.world import OUTBOX, SERVICES, World, error_info, rich_status
+from tests.harness import CREDENTIALS
 
 # (service that serves it, method): unary and streaming RPCs of every service.
 RPCS: list[tuple[str, MethodDescriptor]] = [
@@ -43,11 +45,13 @@ def test_r47_an_undecodable_body_is_refused_invalid_argument_malformed_request(
 ) -> None:
     channel = world.channels[service]
     path = f"/{method.containing_service.full_name}/{method.name}"
+    # A verified caller: an anonymous one is refused UNAUTHENTICATED first (test_r50_anonymous_input.py).
+    credential = bearer(CREDENTIALS.operator)
     with pytest.raises(grpc.RpcError) as caught:
         if method.server_streaming:
-            list(channel.unary_stream(path)(body, timeout=10))
+            list(channel.unary_stream(path)(body, timeout=10, metadata=credential))
         else:
-            channel.unary_unary(path)(body, timeout=10)
+            channel.unary_unary(path)(body, timeout=10, metadata=credential)
     info = error_info(rich_status(caught.value))
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
     assert info is not None and info.reason == "MALFORMED_REQUEST"

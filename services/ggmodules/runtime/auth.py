@@ -139,9 +139,13 @@ class Guard:
             )
         return self._verifier.verify(token.strip())
 
-    def admit(self, method: str, rule: Rule, metadata: Mapping[str, Any], request: Any) -> Principal:
-        """The caller, if the rule admits it for this request; raises the refusal otherwise."""
-        who = self.principal(metadata)
+    def admit(
+        self, method: str, rule: Rule, metadata: Mapping[str, Any], request: Any, who: Principal | None = None
+    ) -> Principal:
+        """The caller, if the rule admits it for this request; raises the refusal otherwise. `who` is the
+        caller when it has been verified already (`principal`)."""
+        if who is None:
+            who = self.principal(metadata)
         name = method.rsplit("/", 1)[-1]
         if rule.roles == AGENT and rule.agent_field and not getattr(request, rule.agent_field, ""):
             raise missing(rule.agent_field)  # who acts is the first thing an agent's call says

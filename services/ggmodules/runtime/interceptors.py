@@ -11,9 +11,11 @@ for unary and server-streaming RPCs:
 - an answer larger than a message may carry is refused RESOURCE_EXHAUSTED (TOO_LARGE) with a reason,
   instead of failing inside grpc with none: the wrapper serializes the answer itself and measures it.
 
-With a `Guard` (runtime/auth.py, auth on) each call's credential is checked against its RPC's rule right
-after the body is decoded, and the verified caller is bound for the handler (`current_principal()`). It is
-done here rather than in a second interceptor so a call is wrapped once and refused through one mapping.
+With a `Guard` (runtime/auth.py, auth on) each call's credential is verified before anything else is looked
+at (an anonymous caller gets UNAUTHENTICATED, never a verdict on its input), then the input is checked,
+then the credential against its RPC's rule; the verified caller is bound for the handler
+(`current_principal()`). It is done here rather than in a second interceptor so a call is wrapped once and
+refused through one mapping.
 """
 
 from __future__ import annotations
@@ -81,9 +83,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 started = time.perf_counter()
                 token = None
                 try:
-                    _admit(request)
-                    if guard is not None:
-                        token = _authorize(guard, method, rule, meta, request)
+                    token = _check(guard, method, rule, meta, request)
                     return encode(await inner(request, context))
                 except grpc.aio.AbortError:
                     raise
@@ -106,9 +106,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
                 token = None
                 try:
-                    _admit(request)
-                    if guard is not None:
-                        token = _authorize(guard, method, rule, meta, request)
+                    token = _check(guard, method, rule, meta, request)
                     async for item in inner_stream(request, context):
                         yield encode(item)
                 except grpc.aio.AbortError:
@@ -126,9 +124,17 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         return handler
 
 
-def _authorize(guard: Guard, method: str, rule: Rule | None, meta: dict[str, Any], request: Any) -> Any:
+def _check(guard: Guard | None, method: str, rule: Rule | None, meta: dict[str, Any], request: Any) -> Any:
+    """Who is calling first, then what they sent, then whether this caller may send it: a caller without a
+    valid credential learns nothing about its request (not even which field is malformed) before it is
+    refused UNAUTHENTICATED. Returns the token binding the verified caller (None without auth)."""
+    if guard is None:
+        _admit(request)
+        return None
     assert rule is not None
-    return bind_principal(guard.admit(method, rule, meta, request))
+    who = guard.principal(meta)
+    _admit(request)
+    return bind_principal(guard.admit(method, rule, meta, request, who))
 
 
 def _decoder(deserialize: Deserialize | None) -> Deserialize:
