@@ -1,5 +1,6 @@
-"""Why an instance exists, as an enum (common.v1.InstanceCause) beside the word every roster event has always
-carried (R32); a bind naming no cause the vocabulary knows is refused and binds nothing."""
+"""Why an instance exists, as an enum (common.v1.InstanceCause) beside the word every roster event and
+Registry instance has always carried (R32); a bind naming no cause the vocabulary knows is refused and
+binds nothing."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import grpc
 from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
+from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
 from tests.modulestore.handing import carry_all, hand_over
 from tests.modulestore.plans import new_run, open_agent, open_bindings, streams
@@ -31,6 +33,15 @@ def test_r32_a_roster_event_carries_its_cause_as_an_enum_and_as_the_word(
         ("fork", common_pb2.INSTANCE_CAUSE_FORK),
         ("spawn", common_pb2.INSTANCE_CAUSE_SPAWN),
     ]
+    # Registry's instance says the same, as it answered and as GetInstance reads it.
+    for answered, (word, number) in zip(
+        (original, copy, sub), [(r.cause, r.instance_cause) for r in stated.values()], strict=True
+    ):
+        read = registry.GetInstance(
+            pb.GetInstanceRequest(run_id=run.run_id, agent_id=answered.agent_id)
+        ).instance
+        answers = {(answered.cause, answered.instance_cause), (read.cause, read.instance_cause)}
+        assert answers == {(word, number)}
 
 
 def test_a_bind_naming_an_unknown_cause_is_refused_and_binds_nothing(modulestore: ModuleStoreStub) -> None:

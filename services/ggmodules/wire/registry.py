@@ -142,6 +142,7 @@ def instance_to_proto(inst: InstanceRecord) -> registry_pb2.Instance:
         parent_agent_id="" if succeeded else inst.parent_agent_id,
         predecessor_agent_id=inst.parent_agent_id if succeeded else "",
         cause=inst.cause.word,
+        instance_cause=common_pb2.InstanceCause.ValueType(inst.cause.number),
         roster=roster_to_proto(inst.roster),
         create_time=timestamp(inst.created_us),
         fsm_state=inst.fsm_state,
