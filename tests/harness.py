@@ -414,15 +414,22 @@ class Suite:
             drop_database(url)
 
 
+DEFAULT_LAUNCHER = "ggmodules.cli.main"
+
+
 class ServiceProcess:
     """One service as its own OS process, started with `--port 0`; its address comes from its ready line."""
 
-    def __init__(self, service: str, *args: str, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, service: str, *args: str, env: dict[str, str] | None = None, launcher: str = DEFAULT_LAUNCHER
+    ) -> None:
+        """`launcher`: the module run with `-m` (a test launcher may add test-only hooks, e.g.
+        tests/transfer/crashing.py)."""
         self.service = service
         # The log goes to a file, not a pipe nobody drains (a full pipe would block the service).
         self._log = tempfile.NamedTemporaryFile(prefix=f"{service}-", suffix=".log", delete=False)  # noqa: SIM115
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "ggmodules.cli.main", service, "--port", "0", *args],
+            [sys.executable, "-m", launcher, service, "--port", "0", *args],
             stdout=subprocess.PIPE,
             stderr=self._log,
             text=True,

@@ -48,9 +48,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("wire-storage", "ggmodules.storage.modulestore.events -> ggmodules.wire.modulestore"): "usecases",
     ("wire-storage", "ggmodules.wire.registry -> ggmodules.storage.registry"): "usecases",
     ("wire-storage", "ggmodules.wire.telemetry -> ggmodules.storage.telemetry"): "usecases",
-    ("wire-storage", "ggmodules.wire.transfer -> ggmodules.storage.transfer"): "usecases",
-    # transfer (issue 13): the saga in core and a driver.
-    ("module-size", "services/ggmodules/server/transfer/transfers.py"): "transfer",
     # fanout (issue 14): Telemetry's repository back under 400 lines.
     ("module-size", "services/ggmodules/storage/telemetry/repository.py"): "fanout",
     # support (issue 13): the tests' support package and split test files.

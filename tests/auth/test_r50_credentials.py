@@ -18,6 +18,7 @@ import pytest
 
 from ggmodules.common.v1 import outbox_service_pb2 as outbox
 from ggmodules.internal.v1 import modulestore_internal_service_pb2 as ms_internal
+from ggmodules.internal.v1 import registry_internal_service_pb2 as reg_internal
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
@@ -306,6 +307,9 @@ def _rpcs() -> list[Rpc]:
             run_id=c.x.run_id, agent_id=c.acting)),
         Rpc("registry", "ListInstances", EVERYONE, "X",
             lambda c: reg.ListInstancesRequest(run_id=c.x.run_id)),
+        Rpc("registry", "PlanSuccessor", {SERVICE}, "Z", lambda c: reg_internal.PlanSuccessorRequest(
+            request_id=rid(), run_id=c.z.run_id, predecessor_agent_id="nobody-0", cause="exec",
+            profile="planner")),
         Rpc("registry", "ReserveSuccessor", {SERVICE}, "Z", lambda c: reg.ReserveSuccessorRequest(
             request_id=rid(), run_id=c.z.run_id, predecessor_agent_id="nobody-0", profile="planner",
             cause="exec")),

@@ -28,6 +28,7 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, status_of, stubs
 from tests.load.crowd import ABORTED_RETRIES, Tally
+from tests.transfer.crashing import LAUNCHER
 
 NATS_URL = "nats://127.0.0.1:4222"
 # Short enough that a dead replica's transfer is taken over quickly; renewed every third of it.
@@ -126,7 +127,7 @@ class Cluster:
         return ServiceProcess(
             "transfer", "--database-url", self.url, "--log-level", "warning", "--modulestore-address",
             self.modulestore.addresses, "--registry-address", self.registry.addresses, "--lease-seconds",
-            LEASE_SECONDS, "--lease-scan-seconds", LEASE_SCAN_SECONDS, *extra, env=env,
+            LEASE_SECONDS, "--lease-scan-seconds", LEASE_SCAN_SECONDS, *extra, env=env, launcher=LAUNCHER,
         )
 
     def channel(self, address: str) -> grpc.Channel:

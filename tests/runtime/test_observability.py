@@ -141,7 +141,7 @@ def test_a_transfer_is_one_trace_with_spans_from_three_services(observed: Observ
     # The Registry's and ModuleStore's steps of the transfer, each under a client span of Transfer's.
     by_id = {s.context.span_id: s for s in in_trace}
     steps = {s.name.rsplit("/", 1)[-1] for s in in_trace if s.kind is SpanKind.SERVER and s is not transition}
-    assert {"ReserveSuccessor", "Handover", "CompleteSuccessor"} <= steps, steps
+    assert {"PlanSuccessor", "Handover", "CompleteSuccessor"} <= steps, steps
     for span in in_trace:
         if span is transition:
             continue

@@ -22,6 +22,7 @@ from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
 from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile
+from tests.transfer.crashing import CRASH, LAUNCHER
 from tests.transfer.flows import (
     events_after,
     head,
@@ -34,7 +35,6 @@ from tests.transfer.flows import (
 )
 
 STEPS = {0: "asked", 1: "planned", 2: "reserved", 3: "handed over", 4: "completed"}
-CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 # The killed process's lease on its transfer has to expire before the restarted one takes it over.
 LEASE = {"GGMODULES_TRANSFER_LEASE_SECONDS": "1"}
 
@@ -58,6 +58,7 @@ def start_transfer(suite: Suite, database: str, crash_after: int | None = None) 
         "--modulestore-address",
         suite.modulestore.address,
         env={**LEASE, CRASH: str(crash_after)} if crash_after is not None else LEASE,
+        launcher=LAUNCHER,
     )
 
 

@@ -22,12 +22,12 @@ from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
 from tests.registry.builders import create_run, full_profile, open_instance
+from tests.transfer.crashing import CRASH, LAUNCHER
 from tests.transfer.flows import events_after, head, instance, instance_ids, shape
 
 DUPLICATES = 12
 # Seconds the test reads the journal before reporting the transfer never finished (a lease is 1 s).
 TAKEOVER_SECONDS = 30.0
-CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 
 
 @pytest.fixture()
@@ -41,7 +41,7 @@ def replica(suite: Suite, journal: str, env: dict[str, str] | None = None) -> Se
     return ServiceProcess(
         "transfer", "--database-url", journal, "--log-level", "warning", "--registry-address",
         suite.registry.address, "--modulestore-address", suite.modulestore.address, "--lease-seconds", "1",
-        "--lease-scan-seconds", "0.2", env=env,
+        "--lease-scan-seconds", "0.2", env=env, launcher=LAUNCHER,
     )
 
 

@@ -32,9 +32,9 @@ from tests.harness import (
     stubs,
 )
 from tests.registry.builders import create_run, full_profile, open_instance
+from tests.transfer.crashing import CRASH, LAUNCHER
 from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
 
-CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 POLL_FIRST, POLL_MAX = 0.01, 0.5
 
 
@@ -86,6 +86,7 @@ class Cluster:
             "--modulestore-address",
             self.address("modulestore"),
             env={CRASH: str(crash_after)} if crash_after is not None else {},
+            launcher=LAUNCHER,
         )
 
     def transfer_in_process(self) -> str:

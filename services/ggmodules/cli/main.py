@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import structlog
 
@@ -24,7 +24,7 @@ from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
 from ggmodules.runtime.observability import Observe, install_client_tracing, tracer_provider
 from ggmodules.runtime.security import SecurityConfigError
-from ggmodules.runtime.server import serve_forever
+from ggmodules.runtime.server import Service, serve_forever
 
 # service name -> module with `build_service(config, log) -> Service`
 SERVICES = {
@@ -35,11 +35,14 @@ SERVICES = {
 }
 
 
-def run_service(name: str, argv: Sequence[str]) -> None:
+def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | None = None) -> None:
+    """Runs one service until SIGTERM. `build` replaces its module's `build_service` (a test launcher
+    passes one with test-only hooks, e.g. tests/transfer/crashing.py)."""
     config = ServiceConfig.load(name, argv)
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)
-    build = importlib.import_module(SERVICES[name]).build_service
+    if build is None:
+        build = importlib.import_module(SERVICES[name]).build_service
     try:
         service = build(config, log)
     except SecurityConfigError as err:

@@ -97,6 +97,7 @@ RULES: Mapping[str, Rule] = {
     _MS_IN + "Handover": Rule(SERVICE, run_field=""),
     _MS_IN + "ReadOutbox": Rule(SERVICE, run_field=""),
     _MS_IN + "EndRun": Rule(SERVICE, run_field=""),
+    _REG_IN + "PlanSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "ReserveSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "CompleteSuccessor": Rule(SERVICE, run_field=""),
     _REG_IN + "ReleaseSuccessor": Rule(SERVICE, run_field=""),

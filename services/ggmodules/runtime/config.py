@@ -20,7 +20,6 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | POOL_MAX_OVERFLOW | --pool-max-overflow | 10: connections opened beyond POOL_SIZE under load, closed after |
 | LEASE_SECONDS | --lease-seconds | 10: how long a Transfer replica's lease on a transfer lasts unrenewed |
 | LEASE_SCAN_SECONDS | --lease-scan-seconds | 1: how often Transfer looks for transfers whose lease expired |
-| TRANSFER_CRASH_AFTER_STEP | (env only) | unset; test-only: Transfer kills itself after journaling step N |
 | INSECURE_DEV | --insecure-dev | off; on: no credentials checked, no TLS (logged loudly) |
 | PUBLIC_KEY_FILE | --public-key-file | var/auth/credentials.pub: verifies credentials (every service) |
 | SIGNING_KEY_FILE | --signing-key-file | var/auth/credentials.key: mints credentials (Registry only) |
@@ -67,8 +66,6 @@ class ServiceConfig:
     # `lease_scan_seconds` it takes over pending transfers whose lease expired (their replica died).
     lease_seconds: float = 10.0
     lease_scan_seconds: float = 1.0
-    # Test-only (Transfer): SIGKILL the process right after journaling this step.
-    transfer_crash_after_step: int | None = None
     # Credentials (runtime/credentials.py) and TLS; see README "Credentials and TLS".
     insecure_dev: bool = False
     public_key_file: str = ""
@@ -138,7 +135,6 @@ class ServiceConfig:
             pool_max_overflow=int(pick("POOL_MAX_OVERFLOW", "10")),
             lease_seconds=float(pick("LEASE_SECONDS", "10")),
             lease_scan_seconds=float(pick("LEASE_SCAN_SECONDS", "1")),
-            transfer_crash_after_step=_step(env.get("GGMODULES_TRANSFER_CRASH_AFTER_STEP", "")),
             insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
             public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),
             signing_key_file=pick("SIGNING_KEY_FILE", "var/auth/credentials.key"),
@@ -158,7 +154,3 @@ def _off(value: str) -> str:
 
 def _port(value: str) -> int | None:
     return None if value.strip().lower() in ("", "off") else int(value)
-
-
-def _step(value: str) -> int | None:
-    return int(value) if value.strip() else None

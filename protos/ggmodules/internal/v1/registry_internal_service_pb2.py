@@ -22,16 +22,21 @@ _runtime_version.ValidateProtobufRuntimeVersion(
 _sym_db = _symbol_database.Default()
 
 
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2
 from ggmodules.registry.v1 import registry_service_pb2 as ggmodules_dot_registry_dot_v1_dot_registry__service__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n5ggmodules/internal/v1/registry_internal_service.proto\x12\x15ggmodules.internal.v1\x1a,ggmodules/registry/v1/registry_service.proto2\xd5\x03\n\x17RegistryInternalService\x12s\n\x10ReserveSuccessor\x12..ggmodules.registry.v1.ReserveSuccessorRequest\x1a/.ggmodules.registry.v1.ReserveSuccessorResponse\x12v\n\x11\x43ompleteSuccessor\x12/.ggmodules.registry.v1.CompleteSuccessorRequest\x1a\x30.ggmodules.registry.v1.CompleteSuccessorResponse\x12s\n\x10ReleaseSuccessor\x12..ggmodules.registry.v1.ReleaseSuccessorRequest\x1a/.ggmodules.registry.v1.ReleaseSuccessorResponse\x12X\n\x07\x46\x61ilRun\x12%.ggmodules.registry.v1.FailRunRequest\x1a&.ggmodules.registry.v1.FailRunResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n5ggmodules/internal/v1/registry_internal_service.proto\x12\x15ggmodules.internal.v1\x1a\x32ggmodules/modulestore/v1/modulestore_service.proto\x1a,ggmodules/registry/v1/registry_service.proto\"\x9d\x01\n\x14PlanSuccessorRequest\x12\x12\n\nrequest_id\x18\x01 \x01(\t\x12\x0e\n\x06run_id\x18\x02 \x01(\t\x12\x1c\n\x14predecessor_agent_id\x18\x03 \x01(\t\x12\r\n\x05\x63\x61use\x18\x04 \x01(\t\x12\x10\n\x08to_state\x18\x05 \x01(\t\x12\x0f\n\x07profile\x18\x06 \x01(\t\x12\x11\n\tleave_fsm\x18\x07 \x01(\x08\"\xbc\x01\n\x15PlanSuccessorResponse\x12\x1a\n\x12successor_agent_id\x18\x01 \x01(\t\x12\x19\n\x11successor_profile\x18\x02 \x01(\t\x12\x1b\n\x13successor_fsm_state\x18\x03 \x01(\t\x12\x12\n\nfrom_state\x18\x04 \x01(\t\x12;\n\x08handover\x18\x05 \x01(\x0b\x32).ggmodules.modulestore.v1.HandoverRequest2\xc1\x04\n\x17RegistryInternalService\x12j\n\rPlanSuccessor\x12+.ggmodules.internal.v1.PlanSuccessorRequest\x1a,.ggmodules.internal.v1.PlanSuccessorResponse\x12s\n\x10ReserveSuccessor\x12..ggmodules.registry.v1.ReserveSuccessorRequest\x1a/.ggmodules.registry.v1.ReserveSuccessorResponse\x12v\n\x11\x43ompleteSuccessor\x12/.ggmodules.registry.v1.CompleteSuccessorRequest\x1a\x30.ggmodules.registry.v1.CompleteSuccessorResponse\x12s\n\x10ReleaseSuccessor\x12..ggmodules.registry.v1.ReleaseSuccessorRequest\x1a/.ggmodules.registry.v1.ReleaseSuccessorResponse\x12X\n\x07\x46\x61ilRun\x12%.ggmodules.registry.v1.FailRunRequest\x1a&.ggmodules.registry.v1.FailRunResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'ggmodules.internal.v1.registry_internal_service_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_REGISTRYINTERNALSERVICE']._serialized_start=127
-  _globals['_REGISTRYINTERNALSERVICE']._serialized_end=596
+  _globals['_PLANSUCCESSORREQUEST']._serialized_start=179
+  _globals['_PLANSUCCESSORREQUEST']._serialized_end=336
+  _globals['_PLANSUCCESSORRESPONSE']._serialized_start=339
+  _globals['_PLANSUCCESSORRESPONSE']._serialized_end=527
+  _globals['_REGISTRYINTERNALSERVICE']._serialized_start=530
+  _globals['_REGISTRYINTERNALSERVICE']._serialized_end=1107
 # @@protoc_insertion_point(module_scope)

@@ -3,6 +3,102 @@
 isort:skip_file
 """
 
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as _modulestore_service_pb2
 from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+import builtins as _builtins
+import sys
+import typing as _typing
+
+if sys.version_info >= (3, 11):
+    from typing import TypeAlias as _TypeAlias, Never as _Never
+else:
+    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
 
 DESCRIPTOR: _descriptor.FileDescriptor
+
+@_typing.final
+class PlanSuccessorRequest(_message.Message):
+    """A transfer to plan, with its successor to reserve."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    RUN_ID_FIELD_NUMBER: _builtins.int
+    PREDECESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    CAUSE_FIELD_NUMBER: _builtins.int
+    TO_STATE_FIELD_NUMBER: _builtins.int
+    PROFILE_FIELD_NUMBER: _builtins.int
+    LEAVE_FSM_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """Derived by Transfer from the transfer, so a resumed transfer plans and reserves once (R49)."""
+    run_id: _builtins.str
+    """The predecessor's run."""
+    predecessor_agent_id: _builtins.str
+    """The outgoing agent."""
+    cause: _builtins.str
+    """"transition" or "exec"."""
+    to_state: _builtins.str
+    """Transition: the FSM state to move to, along the edge from the predecessor's state."""
+    profile: _builtins.str
+    """Exec: the successor's profile."""
+    leave_fsm: _builtins.bool
+    """Exec: the successor runs outside the FSM (ExecRequest.leave_fsm)."""
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        run_id: _builtins.str = ...,
+        predecessor_agent_id: _builtins.str = ...,
+        cause: _builtins.str = ...,
+        to_state: _builtins.str = ...,
+        profile: _builtins.str = ...,
+        leave_fsm: _builtins.bool = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "leave_fsm", b"leave_fsm", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "request_id", b"request_id", "run_id", b"run_id", "to_state", b"to_state"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanSuccessorRequest: _TypeAlias = PlanSuccessorRequest  # noqa: Y015
+
+@_typing.final
+class PlanSuccessorResponse(_message.Message):
+    """The plan, and the successor reserved for it."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_PROFILE_FIELD_NUMBER: _builtins.int
+    SUCCESSOR_FSM_STATE_FIELD_NUMBER: _builtins.int
+    FROM_STATE_FIELD_NUMBER: _builtins.int
+    HANDOVER_FIELD_NUMBER: _builtins.int
+    successor_agent_id: _builtins.str
+    """The reserved successor's id, "<profile>-<n>"."""
+    successor_profile: _builtins.str
+    """The successor's profile: the edge's target state's for a transition, the one asked for an exec."""
+    successor_fsm_state: _builtins.str
+    """The state the successor runs in ("" outside the FSM)."""
+    from_state: _builtins.str
+    """Transition: the predecessor's state, the edge's source. Empty for an exec."""
+    @_builtins.property
+    def handover(self) -> _modulestore_service_pb2.HandoverRequest:
+        """The Handover to send to ModuleStore, successor included, without its request id."""
+
+    def __init__(
+        self,
+        *,
+        successor_agent_id: _builtins.str = ...,
+        successor_profile: _builtins.str = ...,
+        successor_fsm_state: _builtins.str = ...,
+        from_state: _builtins.str = ...,
+        handover: _modulestore_service_pb2.HandoverRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["handover", b"handover"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["from_state", b"from_state", "handover", b"handover", "successor_agent_id", b"successor_agent_id", "successor_fsm_state", b"successor_fsm_state", "successor_profile", b"successor_profile"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___PlanSuccessorResponse: _TypeAlias = PlanSuccessorResponse  # noqa: Y015

@@ -3,6 +3,7 @@
 import grpc
 import warnings
 
+from ggmodules.internal.v1 import registry_internal_service_pb2 as ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2
 from ggmodules.registry.v1 import registry_service_pb2 as ggmodules_dot_registry_dot_v1_dot_registry__service__pb2
 
 GRPC_GENERATED_VERSION = '1.85.1'
@@ -37,6 +38,11 @@ class RegistryInternalServiceStub:
         Args:
             channel: A grpc.Channel.
         """
+        self.PlanSuccessor = channel.unary_unary(
+                '/ggmodules.internal.v1.RegistryInternalService/PlanSuccessor',
+                request_serializer=ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorRequest.SerializeToString,
+                response_deserializer=ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorResponse.FromString,
+                _registered_method=True)
         self.ReserveSuccessor = channel.unary_unary(
                 '/ggmodules.internal.v1.RegistryInternalService/ReserveSuccessor',
                 request_serializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorRequest.SerializeToString,
@@ -64,6 +70,17 @@ class RegistryInternalServiceServicer:
     `service`; any other credential is refused PERMISSION_DENIED ROLE_NOT_PERMITTED). Not part of the
     public contract: it may change between versions.
     """
+
+    def PlanSuccessor(self, request, context):
+        """Plans a transfer and reserves its successor in one transaction: reads the run and the predecessor,
+        checks them (running run, not handed on, the edge or profile exists, an exec's successor can take the
+        edges out of the state it keeps), plans per kind (R19-R24, R35) and mints the successor's agent id,
+        invisible until CompleteSuccessor. A refusal reserves nothing. A carried kind the predecessor does not
+        hold (R26) is refused FAILED_PRECONDITION KIND_NOT_HELD, its kinds in the metadata's "kinds".
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
 
     def ReserveSuccessor(self, request, context):
         """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
@@ -98,6 +115,11 @@ class RegistryInternalServiceServicer:
 
 def add_RegistryInternalServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
+            'PlanSuccessor': grpc.unary_unary_rpc_method_handler(
+                    servicer.PlanSuccessor,
+                    request_deserializer=ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorRequest.FromString,
+                    response_serializer=ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorResponse.SerializeToString,
+            ),
             'ReserveSuccessor': grpc.unary_unary_rpc_method_handler(
                     servicer.ReserveSuccessor,
                     request_deserializer=ggmodules_dot_registry_dot_v1_dot_registry__service__pb2.ReserveSuccessorRequest.FromString,
@@ -131,6 +153,33 @@ class RegistryInternalService:
     `service`; any other credential is refused PERMISSION_DENIED ROLE_NOT_PERMITTED). Not part of the
     public contract: it may change between versions.
     """
+
+    @staticmethod
+    def PlanSuccessor(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/ggmodules.internal.v1.RegistryInternalService/PlanSuccessor',
+            ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorRequest.SerializeToString,
+            ggmodules_dot_internal_dot_v1_dot_registry__internal__service__pb2.PlanSuccessorResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
 
     @staticmethod
     def ReserveSuccessor(request,

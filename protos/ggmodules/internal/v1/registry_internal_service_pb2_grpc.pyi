@@ -4,6 +4,7 @@ isort:skip_file
 """
 
 from collections import abc as _abc
+from ggmodules.internal.v1 import registry_internal_service_pb2 as _registry_internal_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as _registry_service_pb2
 from grpc import aio as _aio
 import abc as _abc_1
@@ -36,6 +37,13 @@ class RegistryInternalServiceStub:
     def __new__(cls, channel: _grpc.Channel) -> _Self: ...
     @_typing.overload
     def __new__(cls, channel: _aio.Channel) -> RegistryInternalServiceAsyncStub: ...
+    PlanSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_internal_service_pb2.PlanSuccessorRequest, _registry_internal_service_pb2.PlanSuccessorResponse]
+    """Plans a transfer and reserves its successor in one transaction: reads the run and the predecessor,
+    checks them (running run, not handed on, the edge or profile exists, an exec's successor can take the
+    edges out of the state it keeps), plans per kind (R19-R24, R35) and mints the successor's agent id,
+    invisible until CompleteSuccessor. A refusal reserves nothing. A carried kind the predecessor does not
+    hold (R26) is refused FAILED_PRECONDITION KIND_NOT_HELD, its kinds in the metadata's "kinds".
+    """
     ReserveSuccessor: _grpc.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]
     """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
     has at most one successor.
@@ -57,6 +65,13 @@ class RegistryInternalServiceAsyncStub(RegistryInternalServiceStub):
     """
 
     def __init__(self, channel: _aio.Channel) -> None: ...
+    PlanSuccessor: _aio.UnaryUnaryMultiCallable[_registry_internal_service_pb2.PlanSuccessorRequest, _registry_internal_service_pb2.PlanSuccessorResponse]  # type: ignore[assignment]
+    """Plans a transfer and reserves its successor in one transaction: reads the run and the predecessor,
+    checks them (running run, not handed on, the edge or profile exists, an exec's successor can take the
+    edges out of the state it keeps), plans per kind (R19-R24, R35) and mints the successor's agent id,
+    invisible until CompleteSuccessor. A refusal reserves nothing. A carried kind the predecessor does not
+    hold (R26) is refused FAILED_PRECONDITION KIND_NOT_HELD, its kinds in the metadata's "kinds".
+    """
     ReserveSuccessor: _aio.UnaryUnaryMultiCallable[_registry_service_pb2.ReserveSuccessorRequest, _registry_service_pb2.ReserveSuccessorResponse]  # type: ignore[assignment]
     """Reserves a transfer's successor: mints its agent id, invisible until CompleteSuccessor. A predecessor
     has at most one successor.
@@ -75,6 +90,19 @@ class RegistryInternalServiceServicer(metaclass=_abc_1.ABCMeta):
     `service`; any other credential is refused PERMISSION_DENIED ROLE_NOT_PERMITTED). Not part of the
     public contract: it may change between versions.
     """
+
+    @_abc_1.abstractmethod
+    def PlanSuccessor(
+        self,
+        request: _registry_internal_service_pb2.PlanSuccessorRequest,
+        context: _ServicerContext,
+    ) -> _typing.Union[_registry_internal_service_pb2.PlanSuccessorResponse, _abc.Awaitable[_registry_internal_service_pb2.PlanSuccessorResponse]]:
+        """Plans a transfer and reserves its successor in one transaction: reads the run and the predecessor,
+        checks them (running run, not handed on, the edge or profile exists, an exec's successor can take the
+        edges out of the state it keeps), plans per kind (R19-R24, R35) and mints the successor's agent id,
+        invisible until CompleteSuccessor. A refusal reserves nothing. A carried kind the predecessor does not
+        hold (R26) is refused FAILED_PRECONDITION KIND_NOT_HELD, its kinds in the metadata's "kinds".
+        """
 
     @_abc_1.abstractmethod
     def ReserveSuccessor(

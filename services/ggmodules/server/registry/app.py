@@ -13,6 +13,7 @@ from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
+from ggmodules.runtime.inline import runner_for
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer, engine_reading, engine_writing
 from ggmodules.runtime.security import security_from
@@ -45,7 +46,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     )  # fmt: skip
     runs = Runs(repo)
     servicer = RegistryServicer(runs, Instances(repo, binder), binder, security.signer)
-    internal = RegistryInternalServicer(runs, Successors(repo), binder, security.signer)
+    internal = RegistryInternalServicer(runs, Successors(repo), binder, security.signer, runner_for(engine))
     # Commits of other Registry replicas on the same PostgreSQL database wake WatchOutbox at once.
     listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
 

@@ -15,13 +15,16 @@ from typing import TypeAlias, TypeVar
 import grpc
 
 from ggmodules.core.vocabulary import RunStatus
+from ggmodules.internal.v1 import registry_internal_service_pb2 as internal_pb
 from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as internal_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.credentials import Signer
+from ggmodules.runtime.inline import Runner
 from ggmodules.server.registry.binder import ModuleStoreBinder
 from ggmodules.server.registry.identity import caller_of
 from ggmodules.server.registry.instances import Instances
+from ggmodules.server.registry.planning import SuccessorPlanner
 from ggmodules.server.registry.runs import Runs
 from ggmodules.server.registry.successors import Successors
 
@@ -80,12 +83,22 @@ class RegistryInternalServicer(internal_grpc.RegistryInternalServiceServicer):
     """ggmodules.internal.v1.RegistryInternalService: Transfer's calls, on a service credential only."""
 
     def __init__(
-        self, runs: Runs, successors: Successors, binder: ModuleStoreBinder, signer: Signer | None = None
+        self, runs: Runs, successors: Successors, binder: ModuleStoreBinder, signer: Signer | None = None,
+        run: Runner = asyncio.to_thread,
     ) -> None:
         self._runs = runs
         self._successors = successors
+        self._planner = SuccessorPlanner(successors.repo)
         self._binder = binder
         self._signer = signer
+        # How a transfer's own steps meet the database: inline on SQLite (short local transactions, no
+        # thread hand-off), in a worker thread on PostgreSQL.
+        self._run = run
+
+    async def PlanSuccessor(
+        self, request: internal_pb.PlanSuccessorRequest, ctx: Context
+    ) -> internal_pb.PlanSuccessorResponse:
+        return await self._run(self._planner.plan, request, caller_of(ctx))
 
     async def ReserveSuccessor(
         self, request: pb.ReserveSuccessorRequest, ctx: Context
@@ -95,7 +108,7 @@ class RegistryInternalServicer(internal_grpc.RegistryInternalServiceServicer):
     async def CompleteSuccessor(
         self, request: pb.CompleteSuccessorRequest, ctx: Context
     ) -> pb.CompleteSuccessorResponse:
-        response = await asyncio.to_thread(self._successors.complete, request, caller_of(ctx))
+        response = await self._run(self._successors.complete, request, caller_of(ctx))
         return _with_credential(self._signer, response)
 
     async def ReleaseSuccessor(

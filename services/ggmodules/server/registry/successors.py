@@ -25,6 +25,10 @@ class Successors:
     def __init__(self, repo: RegistryRepository) -> None:
         self._repo = repo
 
+    @property
+    def repo(self) -> RegistryRepository:
+        return self._repo
+
     def reserve(self, request: pb.ReserveSuccessorRequest, caller: Caller) -> pb.ReserveSuccessorResponse:
         for value, field in (
             (request.run_id, "run_id"),

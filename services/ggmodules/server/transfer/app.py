@@ -4,7 +4,7 @@ every scan for transfers whose replica died)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import grpc
 import structlog
@@ -13,10 +13,11 @@ from prometheus_client.core import GaugeMetricFamily
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
+from ggmodules.runtime.inline import runner_for
 from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
 from ggmodules.server.transfer.calls import Calls
-from ggmodules.server.transfer.crash import CrashSwitch
+from ggmodules.server.transfer.driver import Driver, no_crash
 from ggmodules.server.transfer.leases import Leases, LeaseTerms
 from ggmodules.server.transfer.resumer import Resumer
 from ggmodules.server.transfer.servicer import TransferServicer
@@ -25,16 +26,24 @@ from ggmodules.storage.transfer import TransferRepository
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
-def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
+def build_service(
+    config: ServiceConfig,
+    log: structlog.typing.FilteringBoundLogger,
+    *,
+    after_step: Callable[[int], None] = no_crash,
+) -> Service:
+    """`after_step` is told each crash point a transfer reaches (core.transfer.saga): tests pass a hook
+    that kills the process there (tests/transfer/crashing.py); production leaves it a no-op."""
     engine = open_engine(config, log)
     repo = TransferRepository(engine)
     repo.create_tables()
+    run = runner_for(engine)
     security = security_from(config, log)
     calls = Calls(config.registry_address, config.modulestore_address, log, security)
-    leases = Leases(repo, LeaseTerms(config.lease_seconds, config.lease_scan_seconds), log)
-    transfers = Transfers(repo, calls, CrashSwitch(config.transfer_crash_after_step, log), log, leases)
-    resumer = Resumer(transfers.pending, lambda transfer_id: transfers.drive(transfer_id, wait=False), log,
-                      scan_seconds=config.lease_scan_seconds)
+    leases = Leases(repo, LeaseTerms(config.lease_seconds, config.lease_scan_seconds), log, run)
+    driver = Driver(repo, calls, leases, log, run, after_step)
+    transfers = Transfers(repo, calls, leases, driver, run)
+    resumer = Resumer(transfers.pending, transfers.resume, log, scan_seconds=config.lease_scan_seconds)
     log.info("transfer leases", owner=leases.owner, lease_seconds=config.lease_seconds,
              scan_seconds=config.lease_scan_seconds)
     transfers.on_pending = resumer.poke

@@ -8,10 +8,10 @@ from __future__ import annotations
 import structlog
 
 from ggmodules.internal.v1 import modulestore_internal_service_pb2_grpc as ms_internal
+from ggmodules.internal.v1 import registry_internal_service_pb2 as internal
 from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as reg_internal
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.registry.v1 import registry_service_pb2 as reg
-from ggmodules.registry.v1 import registry_service_pb2_grpc
 from ggmodules.runtime.dependency import Dependency
 from ggmodules.runtime.security import INSECURE, Security
 
@@ -28,11 +28,7 @@ class Calls:
     def __init__(
         self, registry_address: str, modulestore_address: str, log: Log, security: Security = INSECURE
     ) -> None:
-        # Registry's public reads and its internal surface (successors, FailRun), as this service.
-        self.registry = Dependency(
-            "Registry", registry_address, registry_service_pb2_grpc.RegistryServiceStub, log, _UNREACHABLE,
-            security=security,
-        )
+        # Registry's internal surface (plans, successors, FailRun), as this service.
         self.registry_internal = Dependency(
             "Registry", registry_address, reg_internal.RegistryInternalServiceStub, log, _UNREACHABLE,
             security=security,
@@ -42,13 +38,8 @@ class Calls:
             _UNREACHABLE, security=security,
         )
 
-    async def get_run(self, run_id: str) -> reg.GetRunResponse:
-        answer: reg.GetRunResponse = await self.registry.call("GetRun", reg.GetRunRequest(run_id=run_id))
-        return answer
-
-    async def get_instance(self, run_id: str, agent_id: str) -> reg.GetInstanceResponse:
-        request = reg.GetInstanceRequest(run_id=run_id, agent_id=agent_id)
-        answer: reg.GetInstanceResponse = await self.registry.call("GetInstance", request)
+    async def plan(self, request: internal.PlanSuccessorRequest) -> internal.PlanSuccessorResponse:
+        answer: internal.PlanSuccessorResponse = await self.registry_internal.call("PlanSuccessor", request)
         return answer
 
     async def reserve(self, request: reg.ReserveSuccessorRequest) -> reg.ReserveSuccessorResponse:
@@ -71,7 +62,6 @@ class Calls:
         return answer
 
     async def close(self) -> None:
-        await self.registry.close()
         await self.registry_internal.close()
         await self.modulestore.close()
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import structlog
 
+from ggmodules.runtime.inline import Runner
 from ggmodules.storage.transfer import TransferRepository
 
 # How often a call waiting on another replica's lease looks at the journal again.
@@ -48,34 +49,39 @@ def replica_id() -> str:
 
 @dataclass
 class Holding:
-    """A lease being held; `lost` once a renewal found another owner."""
+    """A lease being held; `lost` once a renewal found another owner, `ended` once the transfer ended (its
+    last journal write gave the lease up)."""
 
     transfer_id: str
     lost: bool = False
+    ended: bool = False
 
 
 class Leases:
     def __init__(
-        self, repo: TransferRepository, terms: LeaseTerms, log: structlog.typing.FilteringBoundLogger
+        self, repo: TransferRepository, terms: LeaseTerms, log: structlog.typing.FilteringBoundLogger,
+        run: Runner = asyncio.to_thread,
     ) -> None:
         self.repo = repo
+        self._run = run
         self.terms = terms
         self.owner = replica_id()
         self._log = log
 
     async def take(self, transfer_id: str) -> bool:
         """True when this replica holds the lease now (taken, or renewed)."""
-        return await asyncio.to_thread(
+        taken: bool = await self._run(
             self.repo.transact, lambda unit: unit.lease(transfer_id, self.owner, self.terms.seconds)
         )
+        return taken
 
     async def release(self, transfer_id: str) -> None:
-        await asyncio.to_thread(self.repo.transact, lambda unit: unit.release(transfer_id, self.owner))
+        await self._run(self.repo.transact, lambda unit: unit.release(transfer_id, self.owner))
 
     @contextlib.asynccontextmanager
     async def held(self, transfer_id: str) -> AsyncIterator[Holding]:
-        """Renews the lease while the body drives the transfer; releases it afterwards (a no-op once the
-        transfer has ended or another replica holds it)."""
+        """Renews the lease while the body drives the transfer; releases it afterwards unless the transfer
+        ended (a no-op when another replica holds it)."""
         holding = Holding(transfer_id)
         renewing = asyncio.get_running_loop().create_task(self._renew(holding), name=f"lease-{transfer_id}")
         try:
@@ -84,8 +90,9 @@ class Leases:
             renewing.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await renewing
-            with contextlib.suppress(Exception):  # unreachable database: the lease simply expires
-                await self.release(transfer_id)
+            if not holding.ended:
+                with contextlib.suppress(Exception):  # unreachable database: the lease simply expires
+                    await self.release(transfer_id)
 
     async def _renew(self, holding: Holding) -> None:
         while not holding.lost:

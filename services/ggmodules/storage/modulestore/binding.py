@@ -29,6 +29,8 @@ from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_
 from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store
 
 LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
+# A new holder row, its values given at execution (the statement is built once).
+_HOLD = HOLDERS.insert()
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,15 +248,10 @@ def hold(
 ) -> None:
     """The new holder's watermark starts at the store's head (R13)."""
     conn.execute(
-        HOLDERS.insert().values(
-            run_id=run_id,
-            store_id=store_id,
-            agent_id=agent_id,
-            kind=int(b.kind),
-            origin=int(origin),
-            may_write=b.may_write,
-            active=True,
-            watermark=head.figures.writes,
-            read_set_id=read_set_id,
-        )
+        _HOLD,
+        {
+            "run_id": run_id, "store_id": store_id, "agent_id": agent_id, "kind": int(b.kind),
+            "origin": int(origin), "may_write": b.may_write, "active": True, "watermark": head.figures.writes,
+            "read_set_id": read_set_id,
+        },
     )

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import func, select, update
+from sqlalchemy import bindparam, func, select, update
 from sqlalchemy.engine import Connection
 
 from ggmodules.core.errors import AlreadyExists
@@ -44,6 +44,18 @@ from ggmodules.storage.modulestore.events import drain_event, restate_event, ros
 from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, agent_exists, head_of, store_row
 from ggmodules.storage.modulestore.restating import restated
+
+# Built once: building a statement costs more than SQLite running it.
+_OTHER_HOLDERS = (
+    select(func.count())
+    .select_from(HOLDERS)
+    .where(
+        HOLDERS.c.run_id == bindparam("run_id"),
+        HOLDERS.c.store_id == bindparam("store_id"),
+        HOLDERS.c.agent_id != bindparam("agent_id"),
+        HOLDERS.c.active,
+    )
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,14 +195,7 @@ def _carry(conn: Connection, predecessor: str, row: Any, wanted: Caps) -> StoreH
     alone (R22), contents over a tighter cap kept (R23), the window's system-prompt slot empty (R24)."""
     head = head_of(row)
     others = conn.execute(
-        select(func.count())
-        .select_from(HOLDERS)
-        .where(
-            HOLDERS.c.run_id == row.run_id,
-            HOLDERS.c.store_id == row.store_id,
-            HOLDERS.c.agent_id != predecessor,
-            HOLDERS.c.active,
-        )
+        _OTHER_HOLDERS, {"run_id": row.run_id, "store_id": row.store_id, "agent_id": predecessor}
     ).scalar_one()
     caps = resolved_caps(head.caps, wanted, sole_holder=others == 0)
     values: dict[str, Any] = {}

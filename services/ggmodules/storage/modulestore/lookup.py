@@ -28,6 +28,11 @@ _AGENT_EXISTS = Prepared(
     )
 )
 
+# Built once (rows with attributes, as every caller reads them): building costs more than running it.
+_STORE_ROW = select(STORES).where(
+    STORES.c.run_id == bindparam("run_id"), STORES.c.store_id == bindparam("store_id")
+)
+
 
 def run_exists(conn: Connection | Tx, run_id: str) -> bool:
     return _RUN_EXISTS.one(conn, {"run_id": run_id}) is not None
@@ -95,7 +100,7 @@ def not_a_holder(
 
 
 def store_row(conn: Connection, run_id: str, store_id: str, agent_id: str = "") -> Row[Any]:
-    row = conn.execute(select(STORES).where(STORES.c.run_id == run_id, STORES.c.store_id == store_id)).first()
+    row = conn.execute(_STORE_ROW, {"run_id": run_id, "store_id": store_id}).first()
     if row is None:
         raise missing(conn, run_id, agent_id, store_id)
     return row

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 
@@ -42,6 +42,18 @@ ORIGIN = "registry"
 _runs = RegRunRow.__table__  # type: ignore[attr-defined]
 _instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
 _counters = RegAgentCounterRow.__table__  # type: ignore[attr-defined]
+
+# The statements of a transfer's steps, built once (building a statement costs more than SQLite running it).
+_RUN = select(_runs).where(_runs.c.run_id == bindparam("run_id"))
+_RUN_SHARED = _RUN.with_for_update(read=True)
+_RUN_LOCKED = _RUN.with_for_update()
+_INSTANCE = select(_instances).where(
+    _instances.c.run_id == bindparam("run_id"), _instances.c.agent_id == bindparam("agent_id")
+)
+_INSTANCE_LOCKED = _INSTANCE.with_for_update()
+_SUCCESSOR = select(_instances).where(
+    _instances.c.run_id == bindparam("run_id"), _instances.c.reserved_for == bindparam("reserved_for")
+)
 
 
 def now_us() -> int:
@@ -145,10 +157,8 @@ class RegistryUnit:
         self.emit_run_event(run.run_id, "created")
 
     def run(self, run_id: str, *, lock: bool = False, share: bool = False) -> RunRecord:
-        stmt = select(_runs).where(_runs.c.run_id == run_id)
-        if lock or share:
-            stmt = stmt.with_for_update(read=share and not lock)
-        row = self.conn.execute(stmt).first()
+        stmt = _RUN_LOCKED if lock else _RUN_SHARED if share else _RUN
+        row = self.conn.execute(stmt, {"run_id": run_id}).first()
         if row is None:
             raise NotFound(
                 f"run {run_id!r} does not exist; create it with CreateRun or list runs with ListRuns",
@@ -220,9 +230,7 @@ class RegistryUnit:
         return _instance_record(row)
 
     def instance(self, run_id: str, agent_id: str, *, pending_ok: bool = False) -> InstanceRecord:
-        row = self.conn.execute(
-            select(_instances).where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id)
-        ).first()
+        row = self.conn.execute(_INSTANCE, {"run_id": run_id, "agent_id": agent_id}).first()
         if row is None or (row.pending and not pending_ok):
             raise NotFound(
                 f"agent {agent_id!r} is not an instance of run {run_id}; list them with ListInstances",
@@ -251,17 +259,13 @@ class RegistryUnit:
 
     def find_instance(self, run_id: str, agent_id: str, *, lock: bool = False) -> InstanceRecord | None:
         """Any row of that agent id, pending and released ones included."""
-        stmt = select(_instances).where(_instances.c.run_id == run_id, _instances.c.agent_id == agent_id)
-        row = self.conn.execute(stmt.with_for_update() if lock else stmt).first()
+        stmt = _INSTANCE_LOCKED if lock else _INSTANCE
+        row = self.conn.execute(stmt, {"run_id": run_id, "agent_id": agent_id}).first()
         return None if row is None else _instance_record(row)
 
     def successor_of(self, run_id: str, predecessor_agent_id: str) -> InstanceRecord | None:
         """The successor reserved or completed for a predecessor, if any (released ones are not)."""
-        row = self.conn.execute(
-            select(_instances).where(
-                _instances.c.run_id == run_id, _instances.c.reserved_for == predecessor_agent_id
-            )
-        ).first()
+        row = self.conn.execute(_SUCCESSOR, {"run_id": run_id, "reserved_for": predecessor_agent_id}).first()
         return None if row is None else _instance_record(row)
 
     def add_reservation(self, inst: InstanceRecord, key: RequestKey | None) -> None:

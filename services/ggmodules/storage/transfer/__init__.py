@@ -1,5 +1,6 @@
 """Transfer persistence: its journal (tables prefixed `tr_`) and the repository over it."""
 
-from ggmodules.storage.transfer.repository import TransferRecord, TransferRepository, TransferUnit
+from ggmodules.core.transfer.record import TransferRecord
+from ggmodules.storage.transfer.repository import TransferRepository, TransferUnit
 
 __all__ = ["TransferRecord", "TransferRepository", "TransferUnit"]

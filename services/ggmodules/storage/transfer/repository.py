@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, cast, func, literal, or_, select, update
+from sqlalchemy import BigInteger, ColumnElement, bindparam, cast, func, literal, or_, select, update
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
+from ggmodules.core.transfer.record import TransferRecord
 from ggmodules.core.vocabulary import TransferKind, TransferState
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.migrations import migrate
@@ -34,36 +34,13 @@ _MUTABLE = (
     "completed_us",
 )
 
+# Built once: building a statement costs more than SQLite running it.
+_BY_REQUEST = select(_transfers).where(_transfers.c.request_id == bindparam("request_id"))
+_BY_ID = select(_transfers).where(_transfers.c.transfer_id == bindparam("transfer_id"))
+
 
 def now_us() -> int:
     return time.time_ns() // 1000
-
-
-@dataclass(frozen=True)
-class TransferRecord:
-    transfer_id: str
-    request_id: str
-    request_hash: str
-    run_id: str
-    kind: TransferKind
-    predecessor_agent_id: str
-    state: TransferState
-    step: int
-    created_us: int
-    from_state: str = ""
-    to_state: str = ""
-    successor_profile: str = ""
-    successor_fsm_state: str = ""
-    leave_fsm: bool = False
-    plan: bytes = b""
-    opening_note: str = ""
-    successor_agent_id: str = ""
-    handover: bytes = b""
-    failure: str = ""
-    failure_code: str = ""
-    failure_reason: str = ""
-    failure_metadata: dict[str, str] = field(default_factory=dict)
-    completed_us: int = 0
 
 
 class TransferRepository:
@@ -90,7 +67,7 @@ class TransferUnit:
 
     def by_request(self, request_id: str, request_hash: str) -> TransferRecord | None:
         """The transfer journaled under this request id; reuse with another request is refused."""
-        row = self.conn.execute(select(_transfers).where(_transfers.c.request_id == request_id)).first()
+        row = self.conn.execute(_BY_REQUEST, {"request_id": request_id}).first()
         if row is None:
             return None
         if row.request_hash != request_hash:
@@ -120,7 +97,7 @@ class TransferUnit:
         return _record(row)
 
     def get(self, transfer_id: str) -> TransferRecord:
-        row = self.conn.execute(select(_transfers).where(_transfers.c.transfer_id == transfer_id)).one()
+        row = self.conn.execute(_BY_ID, {"transfer_id": transfer_id}).one()
         return _record(row)
 
     def add(self, record: TransferRecord, owner: str = "", lease_seconds: float = 0) -> None:
@@ -138,7 +115,7 @@ class TransferUnit:
 
     def save(self, record: TransferRecord, owner: str = "") -> bool:
         """Journals a later step of a pending transfer; False when it has already moved past it, or when
-        `owner` (if given) no longer holds its lease."""
+        `owner` (if given) no longer holds its lease. A transfer that ended gives its lease up with it."""
         conditions = [
             _transfers.c.transfer_id == record.transfer_id,
             _transfers.c.state == int(TransferState.PENDING),
@@ -146,7 +123,10 @@ class TransferUnit:
         ]
         if owner:
             conditions.append(_transfers.c.lease_owner == owner)
-        result = self.conn.execute(update(_transfers).where(*conditions).values(**_values(record)))
+        values = _values(record)
+        if record.state is not TransferState.PENDING:
+            values.update(lease_owner="", lease_expires_us=0)
+        result = self.conn.execute(update(_transfers).where(*conditions).values(**values))
         return bool(result.rowcount)
 
     def lease(self, transfer_id: str, owner: str, seconds: float) -> bool:
