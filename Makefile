@@ -78,9 +78,9 @@ breaking: setup
 	$(BUF) breaking --against '.git#branch=main'
 
 # PostgreSQL too when GGMODULES_TEST_POSTGRES_URL is set or a local server answers at 127.0.0.1:5432
-# (tests/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.
+# (tests/tools/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.
 test: setup chromium
-	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.find_postgres)" $(VENV)/bin/pytest -q --durations=20
+	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.tools.find_postgres)" $(VENV)/bin/pytest -q --durations=20
 
 # The web console's browser tests drive Debian's chromium through playwright (never a downloaded browser).
 chromium:

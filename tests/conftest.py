@@ -29,7 +29,7 @@ def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFacto
 @pytest.fixture()
 def modulestore(suite: Suite) -> Any:
     """ModuleStore's public and internal RPCs, each call carrying the credential a runtime (or, for the
-    internal ones, a service) would send (tests/harness.py: AUTO)."""
+    internal ones, a service) would send (tests/harness/channels.py: AUTO)."""
     return stubs(suite.channel(suite.modulestore.address), "modulestore")
 
 

@@ -50,11 +50,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("wire-storage", "ggmodules.wire.telemetry -> ggmodules.storage.telemetry"): "usecases",
     # fanout (issue 14): Telemetry's repository back under 400 lines.
     ("module-size", "services/ggmodules/storage/telemetry/repository.py"): "fanout",
-    # support (issue 13): the tests' support package and split test files.
-    ("module-size", "tests/auth/test_r50_credentials.py"): "support",
-    ("module-size", "tests/bench/run.py"): "support",
-    ("module-size", "tests/harness.py"): "support",
-    ("module-size", "tests/transfer/test_rules.py"): "support",
 }
 
 

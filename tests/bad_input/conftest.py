@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.bad_input.world import World
+from tests.bad_input._support.world import World
 from tests.harness import Suite
 
 

@@ -10,7 +10,7 @@ anyway (a limit raised too far) is refused TOO_LARGE with its ErrorInfo.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,9 +23,17 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.runtime.channels import MAX_MESSAGE_BYTES
-from tests.bad_input.world import error_info, rich_status
-from tests.harness import InProcessService, Suite, drop_database, new_database_url, service_config, stubs
-from tests.modulestore.plans import Agent, contents, new_run, open_agent, write
+from tests.harness import (
+    InProcessService,
+    Suite,
+    drop_database,
+    new_database_url,
+    refusal_of,
+    refused,
+    service_config,
+    stubs,
+)
+from tests.harness.modulestore import Agent, contents, new_run, open_agent, write
 
 TEXT = "y" * 250_000  # just under the 256 KiB one text may hold
 SAID = [ms.MessageInput(role="user", content=TEXT)]
@@ -42,18 +50,6 @@ def one_write(kind: int, i: int) -> dict[str, Any]:
         c.KIND_SKILLS: {"put_skill": svc.PutSkill(name=f"skill-{i}", description=TEXT)},
         c.KIND_ARCHIVE: {"archive_thread": svc.ArchiveThread(title=f"thread {i}", messages=SAID)},
     }[kind]
-
-
-def unpack(err: grpc.RpcError) -> tuple[grpc.StatusCode, str, dict[str, str]]:
-    info = error_info(rich_status(err))
-    assert info is not None, f"{err.code().name} without ErrorInfo: {err.details()!r:.300}"
-    return err.code(), info.reason, dict(info.metadata)
-
-
-def refusal(call: Callable[[], Any]) -> tuple[grpc.StatusCode, str, dict[str, str]]:
-    with pytest.raises(grpc.RpcError) as caught:
-        call()
-    return unpack(caught.value)
 
 
 def fill(modulestore: svc_grpc.ModuleStoreServiceStub, agent: Agent, kind: int) -> grpc.RpcError:
@@ -73,11 +69,12 @@ def test_r23_r48_every_kind_stops_at_its_size_limit_unchanged_and_a_full_agent_s
     agent = open_agent(modulestore, new_run(), "planner-0", strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX)
     for kind in KINDS:
         err = fill(modulestore, agent, kind)
-        code, reason, metadata = unpack(err)
+        code, reason, metadata, _ = refusal_of(err)
         assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED"), c.Kind.Name(kind)
         assert (metadata["limit"], metadata["cap"]) == ("service", str(DEFAULT_STORE_BYTES))
         before = contents(modulestore, agent, kind)
-        refusal(lambda kind=kind: write(modulestore, agent, kind, **one_write(kind, 99)))
+        again = refused(lambda kind=kind: write(modulestore, agent, kind, **one_write(kind, 99)))
+        assert again.info is not None
         assert contents(modulestore, agent, kind) == before  # R48: contents and figures as they were
         f = before.store.figures
         size = f.bytes + ITEM_BYTES * f.items
@@ -110,7 +107,7 @@ def test_r47_an_answer_larger_than_a_message_is_refused_too_large_with_its_error
     read = svc.GetStoreRequest(run_id=agent.run_id, store_id=agent[c.KIND_HISTORY], agent_id=agent.agent_id)
     prompt = svc.RenderPromptRequest(run_id=agent.run_id, agent_id=agent.agent_id)
     for call in (lambda: modulestore.GetStore(read), lambda: modulestore.RenderPrompt(prompt)):
-        code, reason, metadata = refusal(call)
+        code, reason, metadata, _ = refused(call)
         assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "TOO_LARGE")
         assert int(metadata["size"]) > int(metadata["limit"]) == MAX_MESSAGE_BYTES
     page = modulestore.GetStore(svc.GetStoreRequest(**{**_fields(read), "page_size": 10}))

@@ -8,7 +8,7 @@ from ggmodules.core.modules.pages import STORE_CONTENTS
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import Suite, stubs
-from tests.modulestore.plans import new_run, open_agent, write
+from tests.harness.modulestore import new_run, open_agent, write
 
 
 def test_r47_get_store_page_size_0_answers_the_default_page_of_a_long_history(suite: Suite) -> None:

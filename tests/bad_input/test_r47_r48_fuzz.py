@@ -22,9 +22,9 @@ from hypothesis import strategies as st
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.sdk.credentials import bearer
-from tests.bad_input.requests import requests
-from tests.bad_input.world import ERROR_DOMAIN, World, error_info, every_method
-from tests.harness import CREDENTIALS
+from tests.bad_input._support.requests import requests
+from tests.bad_input._support.world import ERROR_DOMAIN, World, every_method
+from tests.harness import CREDENTIALS, error_info
 
 METHODS = every_method()
 BY_NAME = {f"{service}:{m.containing_service.name}.{m.name}": (service, m) for service, m in METHODS}

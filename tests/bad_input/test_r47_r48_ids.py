@@ -22,10 +22,9 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
-from tests.bad_input.world import error_info, rich_status
-from tests.harness import Suite
+from tests.harness import Suite, refused
 from tests.harness import stubs as service_stubs
-from tests.registry.builders import (
+from tests.harness.registry import (
     all_run_ids,
     create_run,
     edge,
@@ -34,8 +33,8 @@ from tests.registry.builders import (
     instance_ids,
     open_instance,
 )
-from tests.registry.builders import store_ids as stores_of
-from tests.transfer.flows import instance
+from tests.harness.registry import store_ids as stores_of
+from tests.harness.transfers import instance
 
 NUL = "\x00"
 
@@ -58,14 +57,6 @@ def new_run(stubs: Stubs) -> tuple[str, str]:
     machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code", "history"))
     run = create_run(stubs.registry, full_profile("planner"), full_profile("coder"), machine=machine)
     return run.run_id, open_instance(stubs.registry, run.run_id, "planner").agent_id
-
-
-def refusal(call: Callable[[], Any]) -> tuple[grpc.StatusCode, str, dict[str, str], str]:
-    with pytest.raises(grpc.RpcError) as caught:
-        call()
-    info = error_info(rich_status(caught.value))
-    assert info is not None, f"{caught.value.code().name} without ErrorInfo: {caught.value.details()!r:.300}"
-    return caught.value.code(), info.reason, dict(info.metadata), caught.value.details()
 
 
 # The six RPCs the fuzzer found answering INTERNAL on PostgreSQL: (field with the NUL, the call).
@@ -109,7 +100,7 @@ def test_r47_r48_a_nul_in_an_id_is_refused_invalid_argument_naming_the_field(
 ) -> None:
     field, call = NUL_CALLS[rpc]
     run_id, agent_id = new_run(stubs)
-    code, reason, metadata, message = refusal(lambda: call(stubs, run_id, agent_id))
+    code, reason, metadata, message = refused(lambda: call(stubs, run_id, agent_id))
     assert (code, reason, metadata.get("field")) == (*INVALID, field)
     assert "U+0000" in message
     assert instance_ids(stubs.registry, run_id) == [agent_id]
@@ -126,7 +117,7 @@ def test_r47_r48_a_3000_character_request_id_to_create_run_is_refused_and_create
     request = pb.CreateRunRequest(
         request_id=LONG_REQUEST_ID, name="long", profiles=[full_profile("planner")]
     )
-    code, reason, metadata, _ = refusal(lambda: stubs.registry.CreateRun(request))
+    code, reason, metadata, _ = refused(lambda: stubs.registry.CreateRun(request))
     assert (code, reason, metadata.get("field")) == (*INVALID, "request_id")
     assert set(all_run_ids(stubs.registry)) == before
 
@@ -140,7 +131,7 @@ def test_r47_r48_a_3000_character_request_id_to_write_is_refused_and_writes_noth
         request_id=LONG_REQUEST_ID, run_id=run_id, agent_id=agent_id, store_id=history,
         append_messages=svc.AppendMessages(messages=[ms.MessageInput(role="user", content="hi")]),
     )
-    code, reason, metadata, _ = refusal(lambda: stubs.modulestore.Write(request))
+    code, reason, metadata, _ = refused(lambda: stubs.modulestore.Write(request))
     assert (code, reason, metadata.get("field")) == (*INVALID, "request_id")
     read = svc.GetStoreRequest(run_id=run_id, store_id=history, agent_id=agent_id)
     assert stubs.modulestore.GetStore(read).store.figures.writes == 0
@@ -153,7 +144,7 @@ def test_r47_r48_a_3000_character_request_id_to_transition_is_refused_and_moves_
     request = tr.TransitionRequest(
         request_id=LONG_REQUEST_ID, run_id=run_id, agent_id=agent_id, to_state="code"
     )
-    code, reason, metadata, _ = refusal(lambda: stubs.transfer.Transition(request))
+    code, reason, metadata, _ = refused(lambda: stubs.transfer.Transition(request))
     assert (code, reason, metadata.get("field")) == (*INVALID, "request_id")
     assert instance_ids(stubs.registry, run_id) == [agent_id]
 
@@ -165,7 +156,7 @@ def test_r47_a_3000_character_request_id_to_report_turn_is_refused(stubs: Stubs)
         request_id=LONG_REQUEST_ID, run_id=run_id, agent_id=agent_id, turn=1,
         modules=[telemetry_pb2.ModuleTokens(kind=c.KIND_HISTORY, store_id=history, tokens=10)],
     )
-    code, reason, metadata, _ = refusal(lambda: stubs.telemetry.ReportTurn(request))
+    code, reason, metadata, _ = refused(lambda: stubs.telemetry.ReportTurn(request))
     assert (code, reason, metadata.get("field")) == (*INVALID, "request_id")
 
 
@@ -187,7 +178,7 @@ HUGE_ID = "x" * 10_000
 def test_r47_a_10000_character_id_is_refused_with_its_error_info_and_without_echoing_it(
     stubs: Stubs, call: Callable[[Stubs], Any]
 ) -> None:
-    code, reason, metadata, message = refusal(lambda: call(stubs))
+    code, reason, metadata, message = refused(lambda: call(stubs))
     assert (code, reason) == INVALID
     assert metadata.get("limit") == "128" and "10000 characters" in message
     assert HUGE_ID[:129] not in message and all(HUGE_ID[:129] not in v for v in metadata.values())

@@ -9,9 +9,8 @@ import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.bad_input.world import error_info, rich_status
-from tests.harness import Suite, stubs
-from tests.modulestore.plans import contents, new_run, open_agent
+from tests.harness import Suite, refusal_of, stubs
+from tests.harness.modulestore import contents, new_run, open_agent
 
 DEEP = {
     "50,000 nested brackets": "[" * 50_000,
@@ -31,7 +30,7 @@ def test_r47_r48_arguments_json_the_decoder_cannot_take_is_refused_invalid_argum
     )
     with pytest.raises(grpc.RpcError) as caught:
         modulestore.CallTool(request)
-    info = error_info(rich_status(caught.value))
+    info = refusal_of(caught.value).info
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
     assert info is not None and info.reason == "INVALID_FIELD" and info.metadata["field"] == "arguments_json"
     assert contents(modulestore, agent, c.KIND_TASKS).store.figures.writes == 0

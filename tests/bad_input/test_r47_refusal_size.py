@@ -8,7 +8,6 @@ from __future__ import annotations
 import urllib.parse
 
 import grpc
-import pytest
 from google.rpc import status_pb2
 
 from ggmodules.common.v1 import common_pb2 as c
@@ -16,10 +15,9 @@ from ggmodules.core.errors import InvalidArgument, Reason
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.runtime.errors import MESSAGE_BYTES, to_status
-from tests.bad_input.world import error_info, rich_status
-from tests.harness import Suite, stubs
-from tests.modulestore.plans import contents, new_run, open_agent, write
-from tests.registry.builders import full_profile
+from tests.harness import Suite, error_info, refused, stubs
+from tests.harness.modulestore import contents, new_run, open_agent, write
+from tests.harness.registry import full_profile
 
 CLIENT_METADATA_LIMIT = 16 * 1024
 SMILES = "\U0001f600" * 10_000
@@ -42,22 +40,16 @@ def test_r47_no_refusal_outgrows_the_trailers_a_client_reads_and_its_reason_surv
     assert info is not None and info.reason == "DANGLING_EDGE"
 
 
-def refused(call: object) -> grpc.RpcError:
-    with pytest.raises(grpc.RpcError) as caught:
-        call()  # type: ignore[operator]
-    return caught.value
-
-
 def test_r47_a_launch_refusal_quoting_a_10000_character_profile_name_keeps_its_error_info(
     suite: Suite,
 ) -> None:
     registry = stubs(suite.channel(suite.registry.address), "registry")
     request = pb.CreateRunRequest(name="long names", profiles=[full_profile("p" * 10_000)])
-    err = refused(lambda: registry.CreateRun(request))
-    info = error_info(rich_status(err))
-    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, err.details()
+    refusal = refused(lambda: registry.CreateRun(request))
+    info = refusal.info
+    assert refusal.code is grpc.StatusCode.INVALID_ARGUMENT, refusal.message
     assert info is not None and info.reason == "INVALID_FIELD"
-    assert "p" * 150 + "…" in err.details() and "p" * 201 not in err.details()
+    assert "p" * 150 + "…" in refusal.message and "p" * 201 not in refusal.message
 
 
 def test_r47_r48_5000_dangling_blockers_are_refused_with_their_error_info_and_nothing_changes(
@@ -67,9 +59,9 @@ def test_r47_r48_5000_dangling_blockers_are_refused_with_their_error_info_and_no
     agent = open_agent(modulestore, new_run(), "coder-0")
     blockers = list(range(1_000_000, 1_005_000))
     task = svc.CreateTask(title="t", blocked_by=blockers)
-    err = refused(lambda: write(modulestore, agent, c.KIND_TASKS, create_task=task))
-    info = error_info(rich_status(err))
-    assert err.code() is grpc.StatusCode.INVALID_ARGUMENT, err.details()
+    refusal = refused(lambda: write(modulestore, agent, c.KIND_TASKS, create_task=task))
+    info = refusal.info
+    assert refusal.code is grpc.StatusCode.INVALID_ARGUMENT, refusal.message
     assert info is not None and info.reason == "DANGLING_EDGE"
     assert len(info.metadata["tasks"].encode()) <= 256
     assert contents(modulestore, agent, c.KIND_TASKS).store.figures.writes == 0

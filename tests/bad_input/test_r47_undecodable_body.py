@@ -9,8 +9,8 @@ import pytest
 from google.protobuf.descriptor import FieldDescriptor, MethodDescriptor
 
 from ggmodules.sdk.credentials import bearer
-from tests.bad_input.world import OUTBOX, SERVICES, World, error_info, rich_status
-from tests.harness import CREDENTIALS
+from tests.bad_input._support.world import OUTBOX, SERVICES, World
+from tests.harness import CREDENTIALS, refusal_of
 
 # (service that serves it, method): unary and streaming RPCs of every service.
 RPCS: list[tuple[str, MethodDescriptor]] = [
@@ -52,7 +52,7 @@ def test_r47_an_undecodable_body_is_refused_invalid_argument_malformed_request(
             list(channel.unary_stream(path)(body, timeout=10, metadata=credential))
         else:
             channel.unary_unary(path)(body, timeout=10, metadata=credential)
-    info = error_info(rich_status(caught.value))
+    info = refusal_of(caught.value).info
     assert caught.value.code() is grpc.StatusCode.INVALID_ARGUMENT, caught.value.details()
     assert info is not None and info.reason == "MALFORMED_REQUEST"
     assert info.metadata["size"] == str(len(body))

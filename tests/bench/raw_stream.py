@@ -4,6 +4,10 @@ Run as its own OS process (`python -m tests.bench.raw_stream`); it listens on po
 `ready raw-stream <host:port>` once it serves. `/bench.RawStream/Stream` takes the count as ASCII digits and
 streams that many empty messages as fast as it can: a generic handler with identity serializers, so nothing
 but gRPC itself is measured.
+
+The raw fan-out, the yardstick for one write reaching many subscribers: `/bench.RawStream/Listen` streams
+an empty message once the listener is registered, then every message published; `/bench.RawStream/Publish`
+hands its body to every listener's stream and answers (empty) once it has.
 """
 
 from __future__ import annotations
@@ -27,12 +31,36 @@ async def _stream(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIte
         yield b""
 
 
+class _FanOut:
+    def __init__(self) -> None:
+        self.listeners: set[asyncio.Queue[bytes]] = set()
+
+    async def listen(self, request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        queue: asyncio.Queue[bytes] = asyncio.Queue()
+        self.listeners.add(queue)
+        try:
+            yield b""
+            while True:
+                yield await queue.get()
+        finally:
+            self.listeners.discard(queue)
+
+    async def publish(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        for queue in self.listeners:
+            queue.put_nowait(request)
+        return b""
+
+
 async def serve(host: str = "127.0.0.1") -> None:
     server = grpc.aio.server()
-    handler = grpc.unary_stream_rpc_method_handler(
-        _stream, request_deserializer=_identity, response_serializer=_identity
-    )
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, {"Stream": handler}),))
+    fan_out = _FanOut()
+    plain = {"request_deserializer": _identity, "response_serializer": _identity}
+    handlers = {
+        "Stream": grpc.unary_stream_rpc_method_handler(_stream, **plain),
+        "Listen": grpc.unary_stream_rpc_method_handler(fan_out.listen, **plain),
+        "Publish": grpc.unary_unary_rpc_method_handler(fan_out.publish, **plain),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
     port = server.add_insecure_port(f"{host}:0")
     await server.start()
     stop = asyncio.Event()
@@ -47,6 +75,17 @@ async def serve(host: str = "127.0.0.1") -> None:
 def stream_stub(channel: grpc.Channel) -> grpc.UnaryStreamMultiCallable:
     """The client side: call it with the count as bytes, iterate the empty messages."""
     return channel.unary_stream(METHOD, request_serializer=_identity, response_deserializer=_identity)
+
+
+def fan_out_stubs(
+    channel: grpc.aio.Channel,
+) -> tuple[grpc.aio.UnaryStreamMultiCallable, grpc.aio.UnaryUnaryMultiCallable]:
+    """The client side of the raw fan-out (an asyncio channel): (Listen, Publish)."""
+    plain = {"request_serializer": _identity, "response_deserializer": _identity}
+    return (
+        channel.unary_stream(f"/{SERVICE}/Listen", **plain),
+        channel.unary_unary(f"/{SERVICE}/Publish", **plain),
+    )
 
 
 if __name__ == "__main__":

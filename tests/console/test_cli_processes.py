@@ -13,10 +13,10 @@ import pytest
 from ggmodules.core.kinds import Kind
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
-from tests.console.runs import Run, Stubs, full, module, profile
-from tests.console.text import agent_rows, plain, section
+from tests.console._support.text import agent_rows, plain, section
 from tests.harness import ROOT, ServiceProcess, open_channel, processes
 from tests.harness import stubs as service_stubs
+from tests.harness.console import Run, Stubs, full, module, profile
 
 
 @pytest.fixture()

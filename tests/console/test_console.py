@@ -15,9 +15,9 @@ from ggmodules.core.kinds import Kind
 from ggmodules.server.telemetry.console import Console, repository_loader
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
-from tests.console.runs import Run, full, measured, module, profile
-from tests.console.text import agent_rows, cells, module_lines, plain, section, text_of
+from tests.console._support.text import agent_rows, cells, module_lines, plain, section, text_of
 from tests.harness import Suite, error_metadata, status_of
+from tests.harness.console import Run, full, measured, module, profile
 
 
 def test_r37_r42_r43_r44_r45_the_inspect_rpcs_answer_the_views_with_reported_costs(suite: Suite) -> None:

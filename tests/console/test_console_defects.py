@@ -7,8 +7,8 @@ from ggmodules.common.v1 import common_pb2 as S
 from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
-from tests.console.runs import Run, full, module, profile
 from tests.harness import Suite
+from tests.harness.console import Run, full, module, profile
 
 SCRATCHPAD = S.MEMORY_STRATEGY_SCRATCHPAD
 

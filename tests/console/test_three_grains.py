@@ -24,8 +24,8 @@ from ggmodules.core.console.views import Badge, CostState, measured
 from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.wire.console import detail_pb, events_from, folder_pb, overview_pb, profile_pb
-from tests.console.runs import Run, Stubs, edge, fsm, full, module, profile
 from tests.harness import Suite, status_of
+from tests.harness.console import Run, Stubs, edge, fsm, full, module, profile
 
 PROFILES = (
     full("planner", scope=S.MEMORY_SCOPE_AGENT),

@@ -15,7 +15,8 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.vocabulary import Origin
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.wire.console import detail_pb, events_from, folder_pb, overview_pb, profile_pb
-from tests.console.runs import (
+from tests.harness import Suite, status_of
+from tests.harness.console import (
     NONE_BY_CONSTRUCTION,
     UNMEASURED,
     Run,
@@ -26,7 +27,6 @@ from tests.console.runs import (
     module,
     profile,
 )
-from tests.harness import Suite, status_of
 
 AGENT_SCOPE = S.MEMORY_SCOPE_AGENT
 

@@ -15,35 +15,18 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from typing import Any
 
-from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 from tests.harness import Suite, stubs
-from tests.load.crowd import SIX, Client, Tally, crowd
-from tests.registry.builders import create_run, edge, fsm, module, profile
-from tests.transfer.flows import markers
+from tests.harness.crowd import SIX, Client, Tally, crowd, crowd_run
+from tests.harness.transfers import markers
 
 CLIENTS = 16
 SPAWNS = 3  # per client: 16 roots and 48 subagents hold the board before the rounds start
 ROUNDS = 8  # per client: 3 writes each, and a fork (2 in all), an exec or a transition (4) in three of four
 BORN = CLIENTS * (1 + SPAWNS + 2 + 4)  # opened, spawned, forked, successors
 HOLDING = CLIENTS * (1 + SPAWNS + 2)  # a successor takes its predecessor's place
-
-
-def _run(registry: Any) -> str:
-    shared = {
-        "memories": module(strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX, scope=c.MEMORY_SCOPE_AGENT),
-        "tasks": module(),
-        "skills": module(skills_directory="shared"),
-        "archive": module(),
-    }
-    machine = fsm(
-        "work", {"work": "worker", "review": "reviewer"},
-        edge("work", "review", "history", "tasks"), edge("review", "work", "history", "tasks"),
-    )
-    run = create_run(registry, profile("worker", **shared), profile("reviewer", **shared), machine=machine)
-    return str(run.run_id)
 
 
 def _outbox(modulestore: Any, run_id: str) -> list[event_pb2.Event]:
@@ -62,7 +45,7 @@ def _outbox(modulestore: Any, run_id: str) -> list[event_pb2.Event]:
 def test_r47_r48_r49_sixteen_clients_on_one_board_lose_nothing_and_never_see_internal(suite: Suite) -> None:
     registry = stubs(suite.channel(suite.registry.address), "registry")
     modulestore = stubs(suite.channel(suite.modulestore.address), "modulestore")
-    run_id = _run(registry)
+    run_id = crowd_run(registry)
     tally = Tally()
     clients = [
         Client(n, run_id, (

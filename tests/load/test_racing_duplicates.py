@@ -19,9 +19,9 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from tests.harness import status_of
-from tests.modulestore.handing import carry_all, request
-from tests.modulestore.plans import Stub, contents, new_run, open_agent, streams
-from tests.registry.builders import create_run, edge, fsm, full_profile, instance_ids, open_instance
+from tests.harness.handing import carry_all, request
+from tests.harness.modulestore import Stub, contents, new_run, open_agent, streams
+from tests.harness.registry import create_run, edge, fsm, full_profile, instance_ids, open_instance
 
 COPIES = 8
 ROUNDS = 5

@@ -23,21 +23,23 @@ from tests.harness import (
     BACKENDS,
     ServiceProcess,
     Suite,
+    assert_refused,
     drop_database,
     new_database_url,
     open_channel,
+    refused,
     status_of,
     stubs,
 )
-from tests.modulestore.plans import (
+from tests.harness.modulestore import (
     Agent,
     Stub,
+    archive,
     fork_agent,
-    messages,
     new_run,
     open_agent,
-    refusal,
-    write,
+    search,
+    titles,
 )
 
 # Threads about nothing the tests search for, so that no searched word is common in the index (BM25 gives a
@@ -50,23 +52,6 @@ FILLER = [
     ("budget", "quarterly numbers went to finance"),
     ("onboarding", "welcome pack and laptop for the new hire"),
 ]
-
-
-def archive(stub: Stub, agent: Agent, title: str, *contents: str) -> int:
-    body = svc.ArchiveThread(title=title, messages=messages(*contents))
-    return write(stub, agent, c.KIND_ARCHIVE, archive_thread=body).thread_id
-
-
-def search(stub: Stub, agent: Agent, query: str, **kw: object) -> svc.SearchArchiveResponse:
-    request = svc.SearchArchiveRequest(
-        run_id=agent.run_id, agent_id=agent.agent_id, store_id=agent[c.KIND_ARCHIVE], query=query, **kw
-    )  # type: ignore[arg-type]
-    response: svc.SearchArchiveResponse = stub.SearchArchive(request)
-    return response
-
-
-def titles(response: svc.SearchArchiveResponse) -> list[str]:
-    return [t.title for t in response.threads]
 
 
 def with_filler(stub: Stub) -> Agent:
@@ -160,11 +145,13 @@ def test_search_pages_through_every_match_once(modulestore: Stub) -> None:
     assert len(default.threads) == 20 and default.next_page_token
     assert "incident late" in titles(search(modulestore, a, "pager", page_size=100))
 
-    code, reason, _ = refusal(lambda: search(modulestore, a, "woke", page_token=first.next_page_token))
+    assert_refused(
+        lambda: search(modulestore, a, "woke", page_token=first.next_page_token),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN",
+    )
+    code, reason, *_ = refused(lambda: search(modulestore, a, "pager", page_token="not-a-token"))
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
-    code, reason, _ = refusal(lambda: search(modulestore, a, "pager", page_token="not-a-token"))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")
-    code, _, message = refusal(lambda: search(modulestore, a, "pager", page_size=-1))
+    code, _, _, message = refused(lambda: search(modulestore, a, "pager", page_size=-1))
     assert code == grpc.StatusCode.INVALID_ARGUMENT and "page_size" in message
 
 
@@ -174,8 +161,10 @@ def test_semantic_asked_of_a_modulestore_without_it_is_answered_by_text(modulest
     for mode in (ms.SEARCH_MODE_SEMANTIC, ms.SEARCH_MODE_HYBRID):
         found = search(modulestore, a, "canary", mode=mode)
         assert (titles(found), found.mode) == (["deploy"], ms.SEARCH_MODE_TEXT)
-    code, reason, _ = refusal(lambda: search(modulestore, a, "canary", mode=7))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert_refused(
+        lambda: search(modulestore, a, "canary", mode=7),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD",
+    )
 
 
 def index_entries(suite: Suite) -> int:
@@ -224,8 +213,10 @@ def test_an_archived_thread_is_found_at_once_and_a_refused_one_never(modulestore
     assert [t.id for t in search(modulestore, a, word).threads] == [thread_id]
     # The index is written in the archiving transaction: a refused archive leaves nothing in it.
     other = f"zq{uuid.uuid4().hex[:8]}"
-    code, reason, _ = refusal(lambda: archive(modulestore, a, "second", f"the {other} bug"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert_refused(
+        lambda: archive(modulestore, a, "second", f"the {other} bug"),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
+    )
     assert search(modulestore, a, other).threads == []
 
 
@@ -251,8 +242,10 @@ def test_r8_the_search_archive_tool_ranks_pages_and_states_its_query_language(mo
     token = found["next_page_token"]
     more = call(modulestore, a, "search_archive", query="failover", limit=2, page_token=token)
     assert [t["title"] for t in more["threads"]] == ["outage 0"] and more["next_page_token"] == ""
-    code, reason, _ = refusal(lambda: call(modulestore, a, "search_archive", query='"unclosed'))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_QUERY")
+    assert_refused(
+        lambda: call(modulestore, a, "search_archive", query='"unclosed'),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_QUERY",
+    )
     (tool,) = [t for t in modulestore.ListTools(svc.ListToolsRequest(kind=c.KIND_ARCHIVE)).tools
                if t.name == "search_archive"]
     for feature in ('"a phrase"', "migrat*", "OR", "-word", "page_token"):

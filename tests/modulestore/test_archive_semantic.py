@@ -28,8 +28,7 @@ from tests.harness import (
     service_config,
     stubs,
 )
-from tests.modulestore.plans import Stub, fork_agent, new_run, open_agent
-from tests.modulestore.test_archive_search import archive, search, titles
+from tests.harness.modulestore import Stub, archive, fork_agent, new_run, open_agent, search, titles
 
 THREADS = [
     ("pets", "my cat sleeps on the sofa all afternoon"),

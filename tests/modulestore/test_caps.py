@@ -8,7 +8,8 @@ from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, append, b, bind, contents, new_run, open_agent, refusal, write
+from tests.harness import assert_refused, refused
+from tests.harness.modulestore import Stub, append, b, bind, contents, new_run, open_agent, write
 
 
 def test_r23_a_write_over_the_item_cap_is_refused_and_changes_nothing(modulestore: Stub) -> None:
@@ -16,7 +17,7 @@ def test_r23_a_write_over_the_item_cap_is_refused_and_changes_nothing(modulestor
     write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="one"))
     write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="two"))
     before = contents(modulestore, agent, c.KIND_TASKS)
-    code, reason, message = refusal(
+    code, reason, _, message = refused(
         lambda: write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="three"))
     )
     assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED") and "cap of 2" in message
@@ -33,8 +34,10 @@ def test_r23_a_write_over_the_item_cap_is_refused_and_changes_nothing(modulestor
 def test_r23_a_write_over_the_byte_cap_is_refused(modulestore: Stub) -> None:
     agent = open_agent(modulestore, new_run(), "coder-0", caps=c.Caps(max_bytes=10))
     append(modulestore, agent, "12345")
-    code, reason, _ = refusal(lambda: append(modulestore, agent, "678901"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert_refused(
+        lambda: append(modulestore, agent, "678901"),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
+    )
     history = contents(modulestore, agent, c.KIND_HISTORY)
     assert [m.content for m in history.contents.history.messages] == ["12345"]
     assert (history.store.figures.bytes, history.store.figures.writes) == (5, 1)
@@ -56,10 +59,10 @@ def test_r23_contents_over_a_tighter_cap_are_kept_and_the_next_addition_refused(
         ],
     )
     assert len(contents(modulestore, tight, c.KIND_TASKS).contents.tasks.tasks) == 3
-    code, reason, _ = refusal(
-        lambda: write(modulestore, tight, c.KIND_TASKS, create_task=svc.CreateTask(title="d"))
+    assert_refused(
+        lambda: write(modulestore, tight, c.KIND_TASKS, create_task=svc.CreateTask(title="d")),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
     )
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
     write(
         modulestore,
         tight,
@@ -76,8 +79,8 @@ def test_r23_skills_cap_counts_the_read_set(modulestore: Stub) -> None:
             modulestore, agent, c.KIND_SKILLS, put_skill=svc.PutSkill(name=name, description=name, body=name)
         )
     write(modulestore, agent, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="a"))
-    code, reason, _ = refusal(
-        lambda: write(modulestore, agent, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="b"))
+    assert_refused(
+        lambda: write(modulestore, agent, c.KIND_SKILLS, read_skill=svc.ReadSkill(name="b")),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
     )
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
     assert list(contents(modulestore, agent, c.KIND_SKILLS).contents.skills.read_set) == ["a"]

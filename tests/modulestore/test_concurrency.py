@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
-from tests.modulestore.plans import Stub, append, b, bind, contents, new_run, open_agent
+from tests.harness.modulestore import Stub, append, b, bind, contents, new_run, open_agent
 
 
 def test_concurrent_appends_to_one_window_get_distinct_contiguous_seqs(modulestore: Stub) -> None:

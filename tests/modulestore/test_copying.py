@@ -5,8 +5,8 @@ from __future__ import annotations
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.handing import planned, planned_request
-from tests.modulestore.plans import (
+from tests.harness.handing import planned, planned_request
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,

@@ -10,7 +10,7 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import BACKENDS, ServiceProcess, drop_database, new_database_url, open_channel, stubs
-from tests.modulestore.plans import append, contents, new_run, open_agent, write
+from tests.harness.modulestore import append, contents, new_run, open_agent, write
 
 
 @pytest.fixture(params=BACKENDS)

@@ -7,14 +7,12 @@ from collections.abc import Callable
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
-from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import credit, status_of
-from tests.modulestore.plans import (
+from tests.harness import Refusal, assert_refused, credit, error_metadata, refused, status_of
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,
@@ -26,7 +24,6 @@ from tests.modulestore.plans import (
     messages,
     new_run,
     open_agent,
-    refusal,
     spawn_agent,
     write,
 )
@@ -36,10 +33,10 @@ LIMIT = 256 * 1024
 
 def refused_unchanged(
     stub: Stub, agent: Agent, kind: int, call: Callable[[], object]
-) -> tuple[grpc.StatusCode, str, str]:
+) -> Refusal:
     """Refuses `call` and proves the store and the run's outbox did not move."""
     before, outbox = contents(stub, agent, kind), events(stub, agent.run_id)
-    result = refusal(call)
+    result = refused(call)
     assert contents(stub, agent, kind) == before
     assert events(stub, agent.run_id) == outbox
     return result
@@ -55,20 +52,10 @@ def agent(modulestore: Stub) -> Agent:
 def test_r47_write_by_an_agent_that_does_not_hold_the_store(modulestore: Stub, agent: Agent) -> None:
     other = open_agent(modulestore, agent.run_id, "coder-1")
     intruder = Agent(agent.run_id, other.agent_id, agent.roster)
-    code, reason, message = refused_unchanged(
+    code, reason, _, message = refused_unchanged(
         modulestore, agent, c.KIND_HISTORY, lambda: append(modulestore, intruder, "not mine")
     )
     assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER") and "coder-1" in message
-
-
-def _error_info(err: grpc.RpcError) -> dict[str, str]:
-    found = rpc_status.from_call(err)
-    assert found is not None
-    for detail in found.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return dict(info.metadata)
-    raise AssertionError("no ErrorInfo")
 
 
 @pytest.mark.parametrize("call", ["Write", "GetStore", "SearchArchive"])
@@ -98,7 +85,7 @@ def test_r50_not_a_holder_lists_the_callers_own_stores_not_the_target(modulestor
 
     err = caught.value
     assert status_of(err) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER")
-    metadata = _error_info(err)
+    metadata = error_metadata(err)
     assert metadata["store_id"] == target and metadata["agent_id"] == "coder-1"
     assert metadata["held"].split(",") == own and target not in own
     message = err.details() or ""  # type: ignore[attr-defined]
@@ -114,7 +101,7 @@ def test_r47_write_by_a_read_only_holder(modulestore: Stub) -> None:
         modulestore, owner, "reader-0", scope=c.MEMORY_SCOPE_INHERITED, memories_read_only=True
     )
     assert reader[c.KIND_MEMORIES] == owner[c.KIND_MEMORIES] and not reader.roster[c.KIND_MEMORIES].may_write
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         owner,
         c.KIND_MEMORIES,
@@ -126,14 +113,16 @@ def test_r47_write_by_a_read_only_holder(modulestore: Stub) -> None:
 def test_r47_write_over_a_cap(modulestore: Stub) -> None:
     a = open_agent(modulestore, new_run(), "coder-0", caps=c.Caps(max_items=1))
     append(modulestore, a, "one")
-    code, reason, _ = refused_unchanged(modulestore, a, c.KIND_HISTORY, lambda: append(modulestore, a, "two"))
+    code, reason, *_ = refused_unchanged(
+        modulestore, a, c.KIND_HISTORY, lambda: append(modulestore, a, "two")
+    )
     assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
 
 
 def test_r47_task_cycle_and_dangling_edge(modulestore: Stub, agent: Agent) -> None:
     for title, blocked in (("a", []), ("b", [1]), ("c", [2])):
         write(modulestore, agent, c.KIND_TASKS, create_task=svc.CreateTask(title=title, blocked_by=blocked))
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_TASKS,
@@ -142,7 +131,7 @@ def test_r47_task_cycle_and_dangling_edge(modulestore: Stub, agent: Agent) -> No
         ),
     )
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "TASK_CYCLE")
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_TASKS,
@@ -151,7 +140,7 @@ def test_r47_task_cycle_and_dangling_edge(modulestore: Stub, agent: Agent) -> No
         ),
     )
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "TASK_CYCLE")
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_TASKS,
@@ -164,7 +153,7 @@ def test_r47_task_cycle_and_dangling_edge(modulestore: Stub, agent: Agent) -> No
 
 def test_r47_second_system_prompt(modulestore: Stub, agent: Agent) -> None:
     write(modulestore, agent, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="first"))
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_HISTORY,
@@ -187,23 +176,23 @@ def test_r47_unknown_run_agent_and_store(modulestore: Stub, agent: Agent) -> Non
     for who, _ in cases:
         credit(who.run_id, who.agent_id)  # a valid credential for an agent ModuleStore does not know
     for who, expected in cases:
-        code, reason, _ = refused_unchanged(
+        code, reason, *_ = refused_unchanged(
             modulestore, agent, c.KIND_HISTORY, lambda who=who: append(modulestore, who, "lost")
         )
         assert (code, reason) == (grpc.StatusCode.NOT_FOUND, expected)
-    code, reason, _ = refusal(
-        lambda: modulestore.GetStore(svc.GetStoreRequest(run_id=agent.run_id, store_id="tasks-42"))
+    assert_refused(
+        lambda: modulestore.GetStore(svc.GetStoreRequest(run_id=agent.run_id, store_id="tasks-42")),
+        grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "STORE_NOT_FOUND")
     credit(agent.run_id, "ghost-0")
-    code, reason, _ = refusal(
-        lambda: modulestore.RenderPrompt(svc.RenderPromptRequest(run_id=agent.run_id, agent_id="ghost-0"))
+    assert_refused(
+        lambda: modulestore.RenderPrompt(svc.RenderPromptRequest(run_id=agent.run_id, agent_id="ghost-0")),
+        grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND")
 
 
 def test_r47_oversized_message(modulestore: Stub, agent: Agent) -> None:
-    code, reason, message = refused_unchanged(
+    code, reason, _, message = refused_unchanged(
         modulestore, agent, c.KIND_HISTORY, lambda: append(modulestore, agent, "ok", "x" * (LIMIT + 1))
     )
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "TOO_LARGE") and "[1].content" in message
@@ -227,14 +216,14 @@ def test_r47_missing_fields_are_invalid_argument(modulestore: Stub, agent: Agent
         lambda: bind(modulestore, agent.run_id, "coder-9", [b(c.KIND_HISTORY, ms.BIND_ACTION_FORK)]),
     ]
     for call in calls:
-        code, reason, _ = refused_unchanged(modulestore, agent, c.KIND_HISTORY, call)
+        code, reason, *_ = refused_unchanged(modulestore, agent, c.KIND_HISTORY, call)
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
 
 
 def test_r48_a_refused_bind_binds_nothing(modulestore: Stub, agent: Agent) -> None:
     """The plan fails on its last binding (a missing source store): no store was minted, no event."""
     before = modulestore.ListStores(svc.ListStoresRequest(run_id=agent.run_id))
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_HISTORY,
@@ -257,14 +246,14 @@ def test_r48_a_refused_bind_binds_nothing(modulestore: Stub, agent: Agent) -> No
 
 
 def test_r36_r48_rebinding_an_agent_is_refused_and_changes_nothing(modulestore: Stub, agent: Agent) -> None:
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore, agent, c.KIND_HISTORY, lambda: open_agent(modulestore, agent.run_id, agent.agent_id)
     )
     assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS")
 
 
 def test_r47_source_of_the_wrong_kind(modulestore: Stub, agent: Agent) -> None:
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_HISTORY,
@@ -297,7 +286,7 @@ def test_r34_r47_store_ids_repeat_across_runs_and_a_write_reaches_only_the_run_i
     theirs = contents(modulestore, stranger, c.KIND_HISTORY).contents.history
     assert [m.content for m in theirs.messages] == ["elsewhere"]
     credit(agent.run_id, "coder-7")
-    code, reason, _ = refused_unchanged(
+    code, reason, *_ = refused_unchanged(
         modulestore,
         agent,
         c.KIND_HISTORY,
@@ -328,5 +317,5 @@ def test_r47_malformed_values_are_invalid_argument_never_internal(modulestore: S
             arguments_json='{"block_id": "a\\u0000", "content": "x"}')),
     ]
     for call in calls:
-        code, reason, _ = refused_unchanged(modulestore, agent, c.KIND_HISTORY, call)
+        code, reason, *_ = refused_unchanged(modulestore, agent, c.KIND_HISTORY, call)
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")

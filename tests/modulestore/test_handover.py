@@ -12,8 +12,8 @@ from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.core.kinds import Kind
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import status_of
-from tests.modulestore.handing import (
+from tests.harness import assert_refused, refused, status_of
+from tests.harness.handing import (
     carry,
     carry_all,
     drop,
@@ -27,7 +27,7 @@ from tests.modulestore.handing import (
     request,
     store,
 )
-from tests.modulestore.plans import (
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,
@@ -39,7 +39,6 @@ from tests.modulestore.plans import (
     new_run,
     open_agent,
     profile_of,
-    refusal,
     spawn_agent,
     write,
 )
@@ -182,8 +181,10 @@ def test_r21_memories_strategy_mismatch_reinitializes_under_the_profiles_named_s
 def test_r21_carrying_memories_into_another_strategy_is_refused(modulestore: Stub) -> None:
     p = planner(modulestore)
     wrong = carry(c.KIND_MEMORIES, strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX)
-    code, reason, _ = refusal(lambda: hand_over(modulestore, p, "coder-0", carry_all(memories=wrong)))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
+    assert_refused(
+        lambda: hand_over(modulestore, p, "coder-0", carry_all(memories=wrong)),
+        grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND",
+    )
 
 
 def test_skills_catalogue_follows_the_successors_directory_and_the_read_set_the_window(
@@ -209,16 +210,20 @@ def test_skills_catalogue_follows_the_successors_directory_and_the_read_set_the_
 def test_r36_the_successor_is_a_new_agent(modulestore: Stub) -> None:
     p = planner(modulestore)
     taken = open_agent(modulestore, p.run_id, "coder-0")
-    code, reason, _ = refusal(lambda: hand_over(modulestore, p, taken.agent_id, carry_all()))
-    assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS")
-    code, reason, _ = refusal(lambda: hand_over(modulestore, p, "planner-0", carry_all()))
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    assert_refused(
+        lambda: hand_over(modulestore, p, taken.agent_id, carry_all()),
+        grpc.StatusCode.ALREADY_EXISTS, "ALREADY_EXISTS",
+    )
+    assert_refused(
+        lambda: hand_over(modulestore, p, "planner-0", carry_all()),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD",
+    )
 
 
 def test_r2_the_successor_holds_history(modulestore: Stub) -> None:
     p = planner(modulestore)
     for kinds in (carry_all(history=drop(c.KIND_HISTORY)), [carry(c.KIND_TASKS)]):
-        code, reason, _ = refusal(lambda: hand_over(modulestore, p, "coder-0", kinds))  # noqa: B023
+        code, reason, *_ = refused(lambda: hand_over(modulestore, p, "coder-0", kinds))  # noqa: B023
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "HISTORY_REQUIRED")
 
 
@@ -230,8 +235,7 @@ def test_r27_a_retry_returns_the_first_answer_and_applies_nothing_twice(modulest
     assert modulestore.Handover(req) == first
     assert events(modulestore, p.run_id) == outbox
     changed = request(p, "coder-0", carry_all(), request_id="tr-1/handover")
-    code, reason, _ = refusal(lambda: modulestore.Handover(changed))
-    assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED")
+    assert_refused(lambda: modulestore.Handover(changed), grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED")
 
 
 def test_kind_not_held_refuses_and_leaves_everything_unchanged(modulestore: Stub) -> None:
@@ -247,19 +251,19 @@ def test_kind_not_held_refuses_and_leaves_everything_unchanged(modulestore: Stub
         ([carry(c.KIND_HISTORY), drop(c.KIND_MEMORIES)], "memories"),
         ([carry(c.KIND_HISTORY), wrong_store], "tasks"),
     ):
-        code, reason, message = refusal(
+        code, reason, _, message = refused(
             lambda: hand_over(modulestore, p, "coder-0", kinds, cause="transition")  # noqa: B023
         )
         assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "KIND_NOT_HELD")
         assert kind in message and "reviewer-0" in message
     assert {k: contents(modulestore, p, k) for k, r in p.roster.items() if r.enabled} == before
     assert events(modulestore, run) == outbox
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: modulestore.GetStore(
             svc.GetStoreRequest(run_id=run, store_id=p[c.KIND_HISTORY], agent_id="coder-0")
-        )
+        ),
+        grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND")
     # Nothing was applied, so the right plan still goes through.
     hand_over(modulestore, p, "coder-0", [carry(c.KIND_HISTORY), fresh(c.KIND_MEMORIES)], cause="transition")
 
@@ -267,8 +271,10 @@ def test_kind_not_held_refuses_and_leaves_everything_unchanged(modulestore: Stub
 def test_an_unknown_predecessor_is_not_found(modulestore: Stub) -> None:
     p = planner(modulestore)
     ghost = Agent(p.run_id, "ghost-0", p.roster)
-    code, reason, _ = refusal(lambda: hand_over(modulestore, ghost, "coder-0", carry_all()))
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND")
+    assert_refused(
+        lambda: hand_over(modulestore, ghost, "coder-0", carry_all()),
+        grpc.StatusCode.NOT_FOUND, "AGENT_NOT_FOUND",
+    )
 
 
 def test_r27_racing_handovers_of_one_predecessor_apply_once(modulestore: Stub) -> None:

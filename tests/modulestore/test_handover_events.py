@@ -6,8 +6,8 @@ from __future__ import annotations
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.handing import carry_all, hand_over, planned, planned_request, store
-from tests.modulestore.plans import (
+from tests.harness.handing import carry_all, hand_over, planned, planned_request, store
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,

@@ -10,18 +10,9 @@ import pytest
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.harness import error_metadata, status_of
-from tests.modulestore.handing import carry, carry_all, hand_over, holders, store
-from tests.modulestore.plans import (
-    Stub,
-    append,
-    contents,
-    events,
-    new_run,
-    open_agent,
-    refusal,
-    write,
-)
+from tests.harness import assert_refused, error_metadata, refused, status_of
+from tests.harness.handing import carry, carry_all, hand_over, holders, store
+from tests.harness.modulestore import Stub, append, contents, events, new_run, open_agent, write
 
 
 def test_r21_carried_modules_take_the_successors_caps_and_mode(modulestore: Stub) -> None:
@@ -38,10 +29,10 @@ def test_r21_carried_modules_take_the_successors_caps_and_mode(modulestore: Stub
         False,
         True,
     )
-    code, reason, _ = refusal(
-        lambda: write(modulestore, coder, c.KIND_MEMORIES, write_pad=svc.WritePad(text="mine"))
+    assert_refused(
+        lambda: write(modulestore, coder, c.KIND_MEMORIES, write_pad=svc.WritePad(text="mine")),
+        grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY",
     )
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
     memories = store(modulestore, p.run_id, p[c.KIND_MEMORIES])
     assert (memories.caps.max_items, memories.caps.max_bytes) == (3, 100)
     assert store(modulestore, p.run_id, p[c.KIND_TASKS]).caps.max_items == 7
@@ -85,13 +76,15 @@ def test_r23_contents_over_a_tighter_cap_stay_and_only_adding_writes_are_refused
     tasks = contents(modulestore, coder, c.KIND_TASKS)
     assert [t.title for t in tasks.contents.tasks.tasks] == ["a", "b", "c"]
 
-    code, reason, _ = refusal(
-        lambda: write(modulestore, coder, c.KIND_TASKS, create_task=svc.CreateTask(title="d"))
+    assert_refused(
+        lambda: write(modulestore, coder, c.KIND_TASKS, create_task=svc.CreateTask(title="d")),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
     )
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
     assert contents(modulestore, coder, c.KIND_TASKS) == tasks
-    code, reason, _ = refusal(lambda: append(modulestore, coder, "more"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
+    assert_refused(
+        lambda: append(modulestore, coder, "more"),
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED",
+    )
 
     # Writes that add nothing go through though the store is over its cap.
     done = svc.UpdateTask(task_id=2, status=module_pb2.TASK_STATUS_DONE)
@@ -118,10 +111,11 @@ def test_r24_the_window_arrives_with_an_empty_slot_its_thread_and_its_turn(modul
     assert "system_prompt" not in [m.section for m in render.contributions[0].messages]
 
     write(modulestore, coder, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="You are coder-0."))
-    code, reason, _ = refusal(
-        lambda: write(modulestore, coder, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="again"))
+    again = svc.SetSystemPrompt(text="again")
+    assert_refused(
+        lambda: write(modulestore, coder, c.KIND_HISTORY, set_system_prompt=again),
+        grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
     reply = append(modulestore, coder, "three", start_turn=True)
     assert (reply.last_seq, reply.turn) == (3, 3)
 
@@ -137,7 +131,7 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     assert error_metadata(caught.value) == {"agent_id": "planner-0", "successor_agent_id": "coder-0"}
     message = caught.value.details()
     assert "planner-0" in message and "write as coder-0" in message
-    code, reason, message = refusal(
+    code, reason, _, message = refused(
         lambda: modulestore.CallTool(
             svc.CallToolRequest(
                 run_id=p.run_id,
@@ -151,7 +145,7 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
     # A store the predecessor never held: still told who to write as.
     fresh_store = open_agent(modulestore, p.run_id, "helper-0")[c.KIND_TASKS]
     outbox = events(modulestore, p.run_id)
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: modulestore.Write(
             svc.WriteRequest(
                 run_id=p.run_id,
@@ -159,11 +153,11 @@ def test_a_predecessor_that_handed_on_is_refused_and_pointed_at_its_successor(mo
                 store_id=fresh_store,
                 create_task=svc.CreateTask(title="t"),
             )
-        )
+        ),
+        grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON",
     )
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
     # A second handover of the same predecessor.
-    code, reason, message = refusal(lambda: hand_over(modulestore, p, "reviewer-0", carry_all()))
+    code, reason, _, message = refused(lambda: hand_over(modulestore, p, "reviewer-0", carry_all()))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON") and "coder-0" in message
     assert events(modulestore, p.run_id) == outbox
     # The successor writes where the predecessor did.

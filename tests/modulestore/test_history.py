@@ -7,18 +7,8 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import (
-    Stub,
-    append,
-    b,
-    bind,
-    contents,
-    messages,
-    new_run,
-    open_agent,
-    refusal,
-    write,
-)
+from tests.harness import assert_refused
+from tests.harness.modulestore import Stub, append, b, bind, contents, messages, new_run, open_agent, write
 
 
 def test_append_messages_numbers_the_thread_and_counts_turns(modulestore: Stub) -> None:
@@ -55,12 +45,12 @@ def test_get_store_pages_the_thread(modulestore: Stub) -> None:
 def test_r9_system_prompt_is_set_once(modulestore: Stub) -> None:
     agent = open_agent(modulestore, new_run(), "coder-0")
     write(modulestore, agent, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="You are coder-0."))
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: write(
             modulestore, agent, c.KIND_HISTORY, set_system_prompt=svc.SetSystemPrompt(text="Be someone else.")
-        )
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
     history = contents(modulestore, agent, c.KIND_HISTORY)
     assert history.contents.history.system_prompt == "You are coder-0."
     assert history.store.figures.writes == 1
@@ -75,10 +65,10 @@ def test_views_and_pins_open_and_close(modulestore: Stub) -> None:
     assert list(history.open_views) == [] and [(p.id, p.content) for p in history.pinned_blocks] == [
         ("plan", "1. do it")
     ]
-    code, reason, _ = refusal(
-        lambda: write(modulestore, agent, c.KIND_HISTORY, unpin_block=svc.UnpinBlock(block_id="nope"))
+    assert_refused(
+        lambda: write(modulestore, agent, c.KIND_HISTORY, unpin_block=svc.UnpinBlock(block_id="nope")),
+        grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND")
 
 
 def test_r2_history_cannot_be_left_out_of_a_plan(modulestore: Stub) -> None:
@@ -88,15 +78,17 @@ def test_r2_history_cannot_be_left_out_of_a_plan(modulestore: Stub) -> None:
         [b(c.KIND_HISTORY, ms.BIND_ACTION_DISABLED), b(c.KIND_TASKS, ms.BIND_ACTION_CREATE)],
     ]
     for bindings in plans:
-        code, reason, _ = refusal(lambda bs=bindings: bind(modulestore, run, "coder-0", bs))
-        assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "HISTORY_REQUIRED")
+        assert_refused(
+            lambda bs=bindings: bind(modulestore, run, "coder-0", bs),
+            grpc.StatusCode.INVALID_ARGUMENT, "HISTORY_REQUIRED",
+        )
 
 
 def test_write_of_an_op_another_kind_takes_is_wrong_kind(modulestore: Stub) -> None:
     agent = open_agent(modulestore, new_run(), "coder-0")
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: write(
             modulestore, agent, c.KIND_TASKS, append_messages=svc.AppendMessages(messages=messages("x"))
-        )
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")

@@ -8,7 +8,8 @@ import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import (
+from tests.harness import assert_refused
+from tests.harness.modulestore import (
     Stub,
     bind,
     contents,
@@ -17,7 +18,6 @@ from tests.modulestore.plans import (
     new_run,
     open_agent,
     open_bindings,
-    refusal,
     write,
 )
 
@@ -43,16 +43,16 @@ def test_r49_a_request_id_reused_for_another_request_is_refused(modulestore: Stu
         request_id=rid,
         append_messages=svc.AppendMessages(messages=messages("one")),
     )
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: write(
             modulestore,
             agent,
             c.KIND_HISTORY,
             request_id=rid,
             append_messages=svc.AppendMessages(messages=messages("two")),
-        )
+        ),
+        grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED",
     )
-    assert (code, reason) == (grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED")
     assert [m.content for m in contents(modulestore, agent, c.KIND_HISTORY).contents.history.messages] == [
         "one"
     ]

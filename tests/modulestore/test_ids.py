@@ -5,7 +5,7 @@ from __future__ import annotations
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import (
+from tests.harness.modulestore import (
     KINDS,
     Stub,
     b,

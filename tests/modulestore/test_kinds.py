@@ -7,7 +7,8 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import (
+from tests.harness import assert_refused, refused
+from tests.harness.modulestore import (
     KINDS,
     Stub,
     b,
@@ -18,7 +19,6 @@ from tests.modulestore.plans import (
     new_run,
     open_agent,
     open_bindings,
-    refusal,
     write,
 )
 
@@ -28,17 +28,19 @@ SIX = "history, memories, tasks, board, skills, archive"
 def test_r1_unknown_kind_value_in_a_plan_is_refused_naming_the_six(modulestore: Stub) -> None:
     run = new_run()
     bindings = [*open_bindings(), b(7, ms.BIND_ACTION_CREATE)]
-    code, reason, message = refusal(lambda: bind(modulestore, run, "coder-0", bindings))
+    code, reason, _, message = refused(lambda: bind(modulestore, run, "coder-0", bindings))
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND")
     assert "'7'" in message and SIX in message
     # Nothing was bound: the run still has no instance.
-    code, reason, _ = refusal(lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run)))
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND")
+    assert_refused(
+        lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run)),
+        grpc.StatusCode.NOT_FOUND, "RUN_NOT_FOUND",
+    )
 
 
 def test_r1_unspecified_kind_is_refused_too(modulestore: Stub) -> None:
     bindings = [b(c.KIND_UNSPECIFIED, ms.BIND_ACTION_CREATE), *open_bindings()]
-    code, reason, message = refusal(lambda: bind(modulestore, new_run(), "coder-0", bindings))
+    code, reason, _, message = refused(lambda: bind(modulestore, new_run(), "coder-0", bindings))
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND") and SIX in message
 
 
@@ -48,7 +50,7 @@ def test_r1_unknown_kind_filter_is_refused_in_reads(modulestore: Stub) -> None:
         lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=agent.run_id, kind=42)),
         lambda: modulestore.ListTools(svc.ListToolsRequest(kind=42)),
     ):
-        code, reason, message = refusal(call)
+        code, reason, _, message = refused(call)
         assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND") and SIX in message
 
 

@@ -6,7 +6,8 @@ import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, new_run, open_agent, refusal
+from tests.harness import assert_refused
+from tests.harness.modulestore import Stub, new_run, open_agent
 
 
 def test_list_stores_pages_through_every_store_once(modulestore: Stub) -> None:
@@ -47,7 +48,7 @@ def test_list_stores_pages_through_every_store_once(modulestore: Stub) -> None:
 def test_list_stores_refuses_a_token_it_did_not_hand_out(modulestore: Stub) -> None:
     run = new_run()
     open_agent(modulestore, run, "coder-0")
-    code, reason, _ = refusal(
-        lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run, page_token="bogus"))
+    assert_refused(
+        lambda: modulestore.ListStores(svc.ListStoresRequest(run_id=run, page_token="bogus")),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN",
     )
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_PAGE_TOKEN")

@@ -7,7 +7,8 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, contents, fork_agent, new_run, open_agent, refusal, write
+from tests.harness import assert_refused
+from tests.harness.modulestore import Stub, contents, fork_agent, new_run, open_agent, write
 
 
 def test_markdown_index_files_are_written_replaced_and_deleted(modulestore: Stub) -> None:
@@ -29,10 +30,10 @@ def test_markdown_index_files_are_written_replaced_and_deleted(modulestore: Stub
         ("a.md", "A2", "a, again", "coder-0")
     ]
     assert got.store.figures.items == 1
-    code, reason, _ = refusal(
-        lambda: write(modulestore, a, c.KIND_MEMORIES, write_pad=svc.WritePad(text="x"))
+    assert_refused(
+        lambda: write(modulestore, a, c.KIND_MEMORIES, write_pad=svc.WritePad(text="x")),
+        grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
 
 
 def test_a_shared_scratchpad_records_who_wrote_it(modulestore: Stub) -> None:
@@ -91,15 +92,15 @@ def test_archive_search_finds_by_every_word_newest_first(modulestore: Stub) -> N
         ),
     ).thread_id
     assert thread_id == 4 and search(a, "forked") == [] and search(fork, "forked") == ["db forked"]
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: modulestore.SearchArchive(
             svc.SearchArchiveRequest(run_id=run, agent_id="coder-0", store_id=a[c.KIND_TASKS], query="x")
-        )
+        ),
+        grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND",
     )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
-    code, reason, _ = refusal(
+    assert_refused(
         lambda: modulestore.SearchArchive(
             svc.SearchArchiveRequest(run_id=run, agent_id="coder-0", store_id=fork[c.KIND_ARCHIVE], query="x")
-        )
+        ),
+        grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER",
     )
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "NOT_A_HOLDER")

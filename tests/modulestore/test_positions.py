@@ -24,8 +24,8 @@ from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
 from tests.harness import BACKENDS, Suite, drop_database, new_database_url, status_of, stubs
-from tests.modulestore.plans import Stub, append, new_run, open_agent
-from tests.registry.builders import create_run, module, open_instance, profile, store_ids
+from tests.harness.modulestore import Stub, append, new_run, open_agent
+from tests.harness.registry import create_run, module, open_instance, profile, store_ids
 
 BEYOND = 2**40
 

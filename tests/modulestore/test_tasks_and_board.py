@@ -7,7 +7,8 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import module_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import Stub, contents, new_run, open_agent, refusal, write
+from tests.harness import assert_refused, refused
+from tests.harness.modulestore import Stub, contents, new_run, open_agent, write
 
 
 def test_tasks_edges_can_be_added_and_removed_without_cycles(modulestore: Stub) -> None:
@@ -25,7 +26,7 @@ def test_tasks_edges_can_be_added_and_removed_without_cycles(modulestore: Stub) 
     )
     # 2 -> 3 would close 3 -> 2 -> 3; after removing 3's edge to 2 it is fine.
     assert (
-        refusal(
+        refused(
             lambda: write(
                 modulestore, a, c.KIND_TASKS, update_task=svc.UpdateTask(task_id=2, add_blocked_by=[3])
             )
@@ -41,10 +42,10 @@ def test_tasks_edges_can_be_added_and_removed_without_cycles(modulestore: Stub) 
         (3, module_pb2.TASK_STATUS_IN_PROGRESS, []),
     ]
     assert tasks.next_id == 4
-    code, reason, _ = refusal(
-        lambda: write(modulestore, a, c.KIND_TASKS, update_task=svc.UpdateTask(task_id=9))
+    assert_refused(
+        lambda: write(modulestore, a, c.KIND_TASKS, update_task=svc.UpdateTask(task_id=9)),
+        grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND",
     )
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND")
 
 
 def test_board_counts_per_prefix(modulestore: Stub) -> None:
@@ -65,7 +66,7 @@ def test_board_counts_per_prefix(modulestore: Stub) -> None:
     assert [(i.id, i.status, i.body) for i in board.issues if i.id == "OPS-1"] == [
         ("OPS-1", module_pb2.ISSUE_STATUS_DONE, "shipped")
     ]
-    code, reason, _ = refusal(
-        lambda: write(modulestore, a, c.KIND_BOARD, create_issue=svc.CreateIssue(prefix="a-b", title="bad"))
+    assert_refused(
+        lambda: write(modulestore, a, c.KIND_BOARD, create_issue=svc.CreateIssue(prefix="a-b", title="bad")),
+        grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD",
     )
-    assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")

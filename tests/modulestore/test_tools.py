@@ -9,7 +9,8 @@ import grpc
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from tests.modulestore.plans import (
+from tests.harness import assert_refused, refused
+from tests.harness.modulestore import (
     KINDS,
     Agent,
     Stub,
@@ -18,7 +19,6 @@ from tests.modulestore.plans import (
     contents,
     new_run,
     open_agent,
-    refusal,
     shape,
     streams,
 )
@@ -112,10 +112,14 @@ def test_r8_skills_and_markdown_memories_through_tools(modulestore: Stub) -> Non
         "index_line": "notes",
     }
     call(modulestore, a, "delete_memory_file", name="n.md")
-    code, reason, _ = refusal(lambda: call(modulestore, a, "read_memory_file", name="n.md"))
-    assert (code, reason) == (grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND")
-    code, reason, _ = refusal(lambda: call(modulestore, a, "write_scratchpad", text="wrong strategy"))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND")
+    assert_refused(
+        lambda: call(modulestore, a, "read_memory_file", name="n.md"),
+        grpc.StatusCode.NOT_FOUND, "ENTRY_NOT_FOUND",
+    )
+    assert_refused(
+        lambda: call(modulestore, a, "write_scratchpad", text="wrong strategy"),
+        grpc.StatusCode.FAILED_PRECONDITION, "WRONG_KIND",
+    )
 
 
 def test_r8_bad_tool_calls_are_refused(modulestore: Stub) -> None:
@@ -157,6 +161,6 @@ def test_r8_bad_tool_calls_are_refused(modulestore: Stub) -> None:
     ]
     before = streams(modulestore, run)
     for fn, code, reason in cases:
-        assert refusal(fn)[:2] == (code, reason)
+        assert refused(fn)[:2] == (code, reason)
     assert streams(modulestore, run) == before
     assert shape(before["bare-0"])[0] == ("roster", "")

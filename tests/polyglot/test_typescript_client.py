@@ -17,7 +17,7 @@ import pytest
 from ggmodules.registry.v1 import registry_service_pb2 as reg_pb2
 from ggmodules.sdk import Client
 from tests.harness import ROOT, Suite
-from tests.sdk.flaky import FlakyProxy
+from tests.harness.flaky import FlakyProxy
 
 STEPS = ["open_instance", "planner_wrote", "transition", "coder_reads", "report_turn", "subscribe", "refusal"]
 

@@ -9,7 +9,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import all_run_ids, create_run, full_profile, instance_ids
+from tests.harness.registry import all_run_ids, create_run, full_profile, instance_ids
 
 
 def test_r49_concurrent_retries_of_one_open_open_one_instance(

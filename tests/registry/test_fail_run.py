@@ -11,8 +11,8 @@ from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub 
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.repository import ORIGIN
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
-from tests.harness import Suite
-from tests.registry.builders import create_run, full_profile, open_instance, profile, refused
+from tests.harness import Suite, refused
+from tests.harness.registry import create_run, full_profile, open_instance, profile
 
 DETAIL = "transfer t-1: reviewer-0 does not hold memories, which the edge plan -> code carries"
 

@@ -9,7 +9,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_pb2 import MessageInput
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import create_run, fork, full_profile, open_instance, rows, store_ids
+from tests.harness.registry import create_run, fork, full_profile, open_instance, rows, store_ids
 
 
 class Agent:

@@ -7,7 +7,8 @@ import grpc
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import (
+from tests.harness import refused
+from tests.harness.registry import (
     SIX,
     all_run_ids,
     create_run,
@@ -17,7 +18,6 @@ from tests.registry.builders import (
     full_profile,
     module,
     profile,
-    refused,
 )
 
 

@@ -7,7 +7,8 @@ import grpc
 
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import all_run_ids, edge, fsm, full_profile, module, profile, refused
+from tests.harness import refused
+from tests.harness.registry import all_run_ids, edge, fsm, full_profile, module, profile
 
 
 def _launch(*edges: object, board: bool = True) -> pb.CreateRunRequest:

@@ -11,9 +11,10 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.modulestore.handing import carry_all, hand_over
-from tests.modulestore.plans import new_run, open_agent, open_bindings, streams
-from tests.registry.builders import create_run, fork, full_profile, open_instance, refused, spawn
+from tests.harness.handing import carry_all, hand_over
+from tests.harness.modulestore import new_run, open_agent, open_bindings, streams
+from tests.harness.refusals import assert_refused
+from tests.harness.registry import create_run, fork, full_profile, open_instance, spawn
 from tests.registry.test_rosters import roster_events
 
 
@@ -50,8 +51,8 @@ def test_a_bind_naming_an_unknown_cause_is_refused_and_binds_nothing(modulestore
         request_id=f"{run_id}/bind", run_id=run_id, agent_id="coder-0", profile="coder", cause="adopt",
         bindings=open_bindings(),
     )
-    refusal = refused(modulestore.BindInstance, request)
-    assert (refusal.code, refusal.reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    invalid = grpc.StatusCode.INVALID_ARGUMENT
+    refusal = assert_refused(modulestore.BindInstance, invalid, "INVALID_FIELD", request)
     assert "cause must be one of open, spawn, fork, transition, exec, not 'adopt'" in refusal.message
     assert [field for field, _ in refusal.violations] == ["cause"]
     outbox = modulestore.ReadOutbox(ms.ReadOutboxRequest(run_id=run_id, page_size=100)).events

@@ -13,8 +13,8 @@ import pytest
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel, stubs
-from tests.registry.builders import create_run, full_profile, instance_ids, open_instance, refused
+from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel, refused, stubs
+from tests.harness.registry import create_run, full_profile, instance_ids, open_instance
 
 
 @pytest.fixture()

@@ -10,8 +10,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.runtime.security import Security
 from ggmodules.server.registry.binder import ModuleStoreBinder
-from tests.harness import CREDENTIALS, Suite
-from tests.registry.builders import refused
+from tests.harness import CREDENTIALS, Suite, refused
 
 
 def test_r47_a_modulestore_refusal_is_passed_on_as_modulestore_gave_it(

@@ -6,7 +6,8 @@ import grpc
 
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import create_run, full_profile, open_instance, refused
+from tests.harness import refused
+from tests.harness.registry import create_run, full_profile, open_instance
 
 NO_RUN = "run-000000000000"
 

@@ -8,16 +8,8 @@ from ggmodules.common.v1 import common_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import (
-    SIX,
-    all_run_ids,
-    create_run,
-    module,
-    open_instance,
-    profile,
-    refused,
-    rows,
-)
+from tests.harness import refused
+from tests.harness.registry import SIX, all_run_ids, create_run, module, open_instance, profile, rows
 
 
 def _create(*profiles: registry_pb2.Profile) -> pb.CreateRunRequest:

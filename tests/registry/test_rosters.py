@@ -7,7 +7,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.modulestore.v1.modulestore_service_pb2_grpc import ModuleStoreServiceStub as ModuleStoreStub
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import (
+from tests.harness.registry import (
     KIND_WORD,
     SIX,
     create_run,

@@ -11,8 +11,8 @@ from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub 
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.repository import ORIGIN
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
-from tests.harness import Suite
-from tests.registry.builders import create_run, fork, full_profile, open_instance, profile, refused, spawn
+from tests.harness import Suite, refused
+from tests.harness.registry import create_run, fork, full_profile, open_instance, profile, spawn
 
 
 def test_a_run_is_created_running_and_read_back_as_it_runs(registry: RegistryStub) -> None:

@@ -13,7 +13,8 @@ from ggmodules.common.v1 import common_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.registry.v1.registry_service_pb2_grpc import RegistryServiceStub as RegistryStub
-from tests.registry.builders import (
+from tests.harness import refused
+from tests.harness.registry import (
     create_run,
     edge,
     fsm,
@@ -22,7 +23,6 @@ from tests.registry.builders import (
     module,
     open_instance,
     profile,
-    refused,
 )
 
 NOTE = "history and tasks arrived from planner-0; memories were dropped."

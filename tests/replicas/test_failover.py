@@ -9,7 +9,7 @@ from pathlib import Path
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from tests.harness import ServiceProcess, drop_database, needs_postgres, new_database_url, open_channel
-from tests.registry.builders import create_run, full_profile
+from tests.harness.registry import create_run, full_profile
 
 BEFORE, AFTER = 4, 12
 

@@ -40,9 +40,9 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import NO_POSTGRES, POSTGRES_URL, ServiceProcess, open_channel
-from tests.load.crowd import SIX, Client, Tally, ask, crowd
-from tests.load.test_crowd import _run as crowd_run
-from tests.replicas.cluster import (
+from tests.harness.crowd import SIX, Client, Tally, ask, crowd, crowd_run
+from tests.harness.transfers import markers
+from tests.replicas._support.cluster import (
     LEASE_SCAN_SECONDS,
     LEASE_SECONDS,
     NATS_URL,
@@ -54,7 +54,6 @@ from tests.replicas.cluster import (
     outbox,
     read_stream,
 )
-from tests.transfer.flows import markers
 
 pytestmark = pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)
 

@@ -28,9 +28,9 @@ from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
 from ggmodules.sdk.plans import ModuleRef
 from tests.harness import Suite
+from tests.harness.flaky import FlakyProxy
+from tests.sdk._support.interceptors import Recorder
 from tests.sdk.conftest import PROFILES
-from tests.sdk.flaky import FlakyProxy
-from tests.sdk.interceptors import Recorder
 
 QUICK_RETRIES = ClientConfig(retry=RetryPolicy(max_attempts=3, initial_backoff=0.01, max_backoff=0.04))
 

@@ -21,8 +21,8 @@ from ggmodules.sdk.channels import sdk_service_config
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2
 from tests.harness import InProcessService, Suite, drop_database, new_database_url, service_config
+from tests.harness.flaky import FlakyProxy
 from tests.sdk.conftest import PROFILES
-from tests.sdk.flaky import FlakyProxy
 
 MODULES = [registry_service_pb2, modulestore_service_pb2, transfer_service_pb2, telemetry_service_pb2,
            outbox_service_pb2]

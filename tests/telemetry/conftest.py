@@ -5,17 +5,17 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import BACKENDS
-from tests.telemetry.rig import Rig
+from tests.harness import BACKENDS, Suite
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
-def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
     """ModuleStore, Registry and Telemetry on each backend, shared by a test module's tests (each test uses
-    its own run and filters its streams to it)."""
-    r = Rig(request.param, Path(tmp_path_factory.mktemp(f"tel-{request.param}")))
-    yield r
-    r.close()
+    its own run and filters its streams to it): the root conftest's suite with Telemetry started and no
+    Transfer, scoped to the module."""
+    with Suite(request.param, Path(tmp_path_factory.mktemp(f"tel-{request.param}")), transfer=False,
+               telemetry=True) as s:
+        yield s
 
 
 @pytest.fixture(params=BACKENDS)

@@ -20,8 +20,8 @@ from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.storage.outbox import MAX_BATCH_BYTES
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, Subscription, is_write_of
+from tests.harness import Subscription, Suite, is_write_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 KIB = 1024
 
@@ -40,9 +40,9 @@ def texts(tag: str, count: int, size: int) -> list[str]:
     return [f"{tag} {i} ".ljust(size, "x") for i in range(count)]
 
 
-def append(rig: Rig, run: str, agent: str, store: str, contents: list[str]) -> None:
+def append(suite: Suite, run: str, agent: str, store: str, contents: list[str]) -> None:
     messages = [ms_pb.MessageInput(role="user", content=c) for c in contents]
-    rig.write(run, agent, store, append_messages=ms.AppendMessages(messages=messages))
+    suite.write(run, agent, store, append_messages=ms.AppendMessages(messages=messages))
 
 
 def written(got: list[tuple[int, event_pb2.Event]]) -> list[list[str]]:
@@ -54,46 +54,45 @@ def written(got: list[tuple[int, event_pb2.Event]]) -> list[list[str]]:
     ]
 
 
-def assert_whole(rig: Rig, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
+def assert_whole(suite: Suite, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
     """ModuleStore's events of the run, every one once and in its own order."""
     ours = [(ev.origin, ev.origin_seq) for _, ev in got if ev.origin == "modulestore"]
-    assert ours == [(ev.origin, ev.origin_seq) for ev in rig.outbox(run)]
+    assert ours == [(ev.origin, ev.origin_seq) for ev in suite.outbox(run)]
 
 
-def assert_later_runs_still_arrive(rig: Rig) -> None:
-    run = create_run(rig.reg, full_profile("coder")).run_id
-    coder = open_instance(rig.reg, run, "coder")
-    rig.say(run, coder.agent_id, store_ids(coder)["history"], "a later run")
-    got = rig.subscribe(run).until(is_write_of("a later run"))
+def assert_later_runs_still_arrive(suite: Suite) -> None:
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
+    suite.say(run, coder.agent_id, store_ids(coder)["history"], "a later run")
+    got = suite.subscribe(run).until(is_write_of("a later run"))
     assert written(got) == [["a later run"]]
 
 
 def test_r33_one_write_of_20_messages_of_250_kib_reaches_the_stream_and_later_runs_still_arrive(
-    rig: Rig,
+    suite: Suite,
 ) -> None:
-    run = create_run(rig.reg, full_profile("coder")).run_id
-    coder = open_instance(rig.reg, run, "coder")
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
     history = store_ids(coder)["history"]
     big = texts("big", 20, 250 * KIB)  # one event of 5 MB: over grpc's 4 MiB default, under every limit here
-    append(rig, run, coder.agent_id, history, big)
-    rig.say(run, coder.agent_id, history, "after the big one")
+    append(suite, run, coder.agent_id, history, big)
+    suite.say(run, coder.agent_id, history, "after the big one")
 
-    got = rig.subscribe(run).until(is_write_of("after the big one"))
+    got = suite.subscribe(run).until(is_write_of("after the big one"))
     assert written(got) == [big, ["after the big one"]]
-    assert_whole(rig, run, got)
-    assert_later_runs_still_arrive(rig)
+    assert_whole(suite, run, got)
+    assert_later_runs_still_arrive(suite)
 
 
 @pytest.fixture()
-def bare(backend: str, tmp_path: Path) -> Iterator[Rig]:
+def bare(backend: str, tmp_path: Path) -> Iterator[Suite]:
     """ModuleStore and Registry; the test starts Telemetry."""
-    r = Rig(backend, tmp_path, telemetry=False)
-    yield r
-    r.close()
+    with Suite(backend, tmp_path, transfer=False) as s:
+        yield s
 
 
 def test_r48_600_events_of_10_kib_written_while_telemetry_is_down_all_arrive_then_later_ones(
-    bare: Rig,
+    bare: Suite,
 ) -> None:
     run = create_run(bare.reg, full_profile("coder")).run_id
     agents = [open_instance(bare.reg, run, "coder") for _ in range(4)]
@@ -115,20 +114,20 @@ def test_r48_600_events_of_10_kib_written_while_telemetry_is_down_all_arrive_the
     assert_later_runs_still_arrive(bare)
 
 
-def test_r33_watch_outbox_batches_are_bounded_in_bytes_and_a_larger_event_goes_alone(rig: Rig) -> None:
-    run = create_run(rig.reg, full_profile("coder")).run_id
-    coder = open_instance(rig.reg, run, "coder")
+def test_r33_watch_outbox_batches_are_bounded_in_bytes_and_a_larger_event_goes_alone(suite: Suite) -> None:
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
     history = store_ids(coder)["history"]
-    start = rig.outbox(run)[-1].origin_seq
+    start = suite.outbox(run)[-1].origin_seq
     larger = texts("larger", 5, 250 * KIB)  # one event over the bound
-    append(rig, run, coder.agent_id, history, larger)
+    append(suite, run, coder.agent_id, history, larger)
     for text in texts("quarter", 8, 250 * KIB):
-        rig.say(run, coder.agent_id, history, text)
-    rig.say(run, coder.agent_id, history, "end")
+        suite.say(run, coder.agent_id, history, text)
+    suite.say(run, coder.agent_id, history, "end")
 
-    stub = pb_grpc.OutboxServiceStub(rig.channel(rig.modulestore.address))
+    stub = pb_grpc.OutboxServiceStub(suite.channel(suite.modulestore.address))
     feed = Subscription(stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=start, heartbeat_ms=1000)))
-    rig.subscriptions.append(feed)
+    suite.subscriptions.append(feed)
     batches: list[list[event_pb2.Event]] = []
     while not batches or not is_write_of("end")(batches[-1][-1]):
         batch = feed.next()
@@ -140,7 +139,7 @@ def test_r33_watch_outbox_batches_are_bounded_in_bytes_and_a_larger_event_goes_a
         ]
     assert any(len(batch) > 1 for batch in batches)  # the bound groups events, it does not split them all
     mine = [ev for batch in batches for ev in batch if ev.run_id == run]
-    assert mine == [ev for ev in rig.outbox(run) if ev.origin_seq > start]
+    assert mine == [ev for ev in suite.outbox(run) if ev.origin_seq > start]
     assert [[m.content for m in ev.write.delta.history.messages] for ev in mine] == [
         larger, *([t] for t in texts("quarter", 8, 250 * KIB)), ["end"]
     ]

@@ -7,8 +7,6 @@ from pathlib import Path
 
 import grpc
 import pytest
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
-from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
@@ -19,53 +17,42 @@ from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.eventlog import SqlEventLog
 from ggmodules.telemetry.v1 import telemetry_pb2
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
-from tests.harness import credit, status_of
-from tests.modulestore.plans import new_run, open_agent
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import InProcessTelemetry, Rig, StreamEnded, is_write_of
+from tests.harness import InProcessTelemetry, StreamEnded, Suite, credit, is_write_of, refusal_of, status_of
+from tests.harness.modulestore import new_run, open_agent
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 RETAINED = 10
 SETTLE_ATTEMPTS = 5
 
 
-def error_info(err: grpc.RpcError) -> tuple[grpc.StatusCode, str, dict[str, str]]:
-    status = rpc_status.from_call(err)
-    assert status is not None
-    for detail in status.details:
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return err.code(), info.reason, dict(info.metadata)
-    raise AssertionError("no ErrorInfo")
-
-
 @pytest.fixture(scope="module")
-def small(backend_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    """A rig whose Telemetry keeps only the newest RETAINED events."""
-    r = Rig(backend_module, Path(tmp_path_factory.mktemp(f"small-{backend_module}")), retention=RETAINED)
-    yield r
-    r.close()
+def small(backend_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    """A suite whose Telemetry keeps only the newest RETAINED events."""
+    with Suite(backend_module, Path(tmp_path_factory.mktemp(f"small-{backend_module}")), transfer=False,
+               telemetry=True, retention=RETAINED) as s:
+        yield s
 
 
-def agent_with_events(rig: Rig, marker: str) -> tuple[str, str, str, list[tuple[int, event_pb2.Event]]]:
-    run = create_run(rig.reg, full_profile("coder")).run_id
-    coder = open_instance(rig.reg, run, "coder")
+def agent_with_events(suite: Suite, marker: str) -> tuple[str, str, str, list[tuple[int, event_pb2.Event]]]:
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
     history = store_ids(coder)["history"]
     for n in range(5):
-        rig.say(run, coder.agent_id, history, f"message {n}")
-    rig.say(run, coder.agent_id, history, marker)
-    return run, coder.agent_id, history, rig.subscribe(run, coder.agent_id).until(is_write_of(marker))
+        suite.say(run, coder.agent_id, history, f"message {n}")
+    suite.say(run, coder.agent_id, history, marker)
+    return run, coder.agent_id, history, suite.subscribe(run, coder.agent_id).until(is_write_of(marker))
 
 
-def test_r33_resume_after_a_cursor_gives_every_later_event_once_in_order(rig: Rig) -> None:
-    run, agent, history, first = agent_with_events(rig, "end-1")
+def test_r33_resume_after_a_cursor_gives_every_later_event_once_in_order(suite: Suite) -> None:
+    run, agent, history, first = agent_with_events(suite, "end-1")
     cursors = [cursor for cursor, _ in first]
     assert cursors == sorted(set(cursors))
 
     middle = cursors[4]
-    resumed = rig.subscribe(run, agent, after=middle)
-    everything = rig.subscribe()  # the whole log, filtered here to this agent
-    rig.say(run, agent, history, "after resuming")
-    rig.say(run, agent, history, "end-2")
+    resumed = suite.subscribe(run, agent, after=middle)
+    everything = suite.subscribe()  # the whole log, filtered here to this agent
+    suite.say(run, agent, history, "after resuming")
+    suite.say(run, agent, history, "end-2")
 
     later = resumed.until(is_write_of("end-2"))
     assert len(later) == len(first) - 5 + 2
@@ -81,58 +68,58 @@ def test_r33_resume_after_a_cursor_gives_every_later_event_once_in_order(rig: Ri
     assert [c for c, _ in mine] == [c for c, _ in first] + [c for c, _ in later[len(first) - 5 :]]
 
 
-def test_r33_a_run_stream_and_an_agent_stream_carry_the_same_cursors(rig: Rig) -> None:
-    run, agent, _, got = agent_with_events(rig, "end")
-    run_stream = rig.subscribe(run).until(is_write_of("end"))
+def test_r33_a_run_stream_and_an_agent_stream_carry_the_same_cursors(suite: Suite) -> None:
+    run, agent, _, got = agent_with_events(suite, "end")
+    run_stream = suite.subscribe(run).until(is_write_of("end"))
     assert [c for c, ev in run_stream if ev.agent_id == agent] == [c for c, _ in got]
 
 
-def test_r33_an_idle_stream_carries_heartbeats_with_the_head(rig: Rig) -> None:
-    run, agent, history, got = agent_with_events(rig, "end")
+def test_r33_an_idle_stream_carries_heartbeats_with_the_head(suite: Suite) -> None:
+    run, agent, history, got = agent_with_events(suite, "end")
     last = got[-1][0]
-    someone_else = open_instance(rig.reg, run, "coder").agent_id
-    head = rig.tel.ReportTurn(tel.ReportTurnRequest(run_id=run, agent_id=someone_else, turn=1)).cursor
+    someone_else = open_instance(suite.reg, run, "coder").agent_id
+    head = suite.tel.ReportTurn(tel.ReportTurnRequest(run_id=run, agent_id=someone_else, turn=1)).cursor
     assert head > last
 
-    idle = rig.subscribe(run, agent, after=last, heartbeat_ms=50)
+    idle = suite.subscribe(run, agent, after=last, heartbeat_ms=50)
     beats = [idle.next(), idle.next()]
     assert [b.WhichOneof("item") for b in beats] == ["heartbeat", "heartbeat"]
     assert all(b.heartbeat.head_cursor >= head for b in beats)
 
-    rig.say(run, agent, history, "wake up")
+    suite.say(run, agent, history, "wake up")
     cursor, ev = idle.next_event()
     assert is_write_of("wake up")(ev) and cursor > head
     after = idle.next()
     assert after.WhichOneof("item") == "heartbeat" and after.heartbeat.head_cursor >= cursor
 
-    nothing = rig.subscribe("run-000000000000", heartbeat_ms=50).next()
+    nothing = suite.subscribe("run-000000000000", heartbeat_ms=50).next()
     assert nothing.WhichOneof("item") == "heartbeat" and nothing.heartbeat.head_cursor >= cursor
 
 
-def test_r33_a_cursor_past_2_31_is_an_idle_stream_on_every_backend(rig: Rig) -> None:
-    run, agent, _, _ = agent_with_events(rig, "end")
-    for sub in (rig.subscribe(after=2**40, heartbeat_ms=50), rig.subscribe(run, agent, after=2**40)):
+def test_r33_a_cursor_past_2_31_is_an_idle_stream_on_every_backend(suite: Suite) -> None:
+    run, agent, _, _ = agent_with_events(suite, "end")
+    for sub in (suite.subscribe(after=2**40, heartbeat_ms=50), suite.subscribe(run, agent, after=2**40)):
         beat = sub.next()
         assert beat.WhichOneof("item") == "heartbeat" and beat.heartbeat.head_cursor > 0
 
 
 @pytest.mark.parametrize("heartbeat_ms", [1, 49, 60_001, -5])
-def test_r47_a_heartbeat_out_of_bounds_is_refused_naming_the_bounds(rig: Rig, heartbeat_ms: int) -> None:
-    err = rig.subscribe(heartbeat_ms=heartbeat_ms).error()
-    code, reason, metadata = error_info(err)
+def test_r47_a_heartbeat_out_of_bounds_is_refused_naming_the_bounds(suite: Suite, heartbeat_ms: int) -> None:
+    err = suite.subscribe(heartbeat_ms=heartbeat_ms).error()
+    code, reason, metadata, _ = refusal_of(err)
     assert (code, reason) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
     assert metadata == {"field": "heartbeat_ms", "min": "50", "max": "60000"}
     assert "between 50 and 60000" in (err.details() or "")
 
 
-def test_r33_an_agent_filter_without_its_run_is_refused(rig: Rig) -> None:
-    err = rig.subscribe(agent_id="coder-0").error()
+def test_r33_an_agent_filter_without_its_run_is_refused(suite: Suite) -> None:
+    err = suite.subscribe(agent_id="coder-0").error()
     assert status_of(err) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
-    negative = rig.subscribe(after=-1).error()
+    negative = suite.subscribe(after=-1).error()
     assert status_of(negative) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
 
 
-def test_r33_a_cursor_older_than_retention_is_out_of_range_with_the_oldest_cursor(small: Rig) -> None:
+def test_r33_a_cursor_older_than_retention_is_out_of_range_with_the_oldest_cursor(small: Suite) -> None:
     run = new_run()
     agent = open_agent(small.ms, run, "coder-0")
     for n in range(20):
@@ -154,17 +141,17 @@ def test_r33_a_cursor_older_than_retention_is_out_of_range_with_the_oldest_curso
     assert is_write_of("end")(retained[-1][1])
     oldest = retained[0][0]
 
-    code, reason, metadata = error_info(small.subscribe(after=1).error())
+    code, reason, metadata, _ = refusal_of(small.subscribe(after=1).error())
     assert (code, reason) == (grpc.StatusCode.OUT_OF_RANGE, "CURSOR_EXPIRED")
     assert metadata["oldest_cursor"] == str(oldest)
-    code, reason, metadata = error_info(small.subscribe(run, "coder-0", after=oldest - 2).error())
+    code, reason, metadata, _ = refusal_of(small.subscribe(run, "coder-0", after=oldest - 2).error())
     assert (code, metadata["oldest_cursor"]) == (grpc.StatusCode.OUT_OF_RANGE, str(oldest))
 
     # Resuming just before the oldest retained cursor is fine, and gives exactly what is retained.
     assert small.subscribe(after=oldest - 1).events(RETAINED) == retained
 
 
-def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(small: Rig) -> None:
+def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(small: Suite) -> None:
     assert isinstance(small.telemetry, InProcessTelemetry)
     repo = small.telemetry.running.service.extra["repository"]
     assert isinstance(repo, TelemetryRepository)
@@ -173,7 +160,7 @@ def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(sma
 
     async def fall_behind() -> OutOfRange:
         stream = subscribe(SqlEventLog(repo), tel.SubscribeRequest(run_id="run-slow"))
-        first = await anext(stream)
+        first = tel.SubscribeResponse.FromString(await anext(stream))
         assert first.event.event.origin_seq == 1
         # While this subscriber holds on to its first event, the log moves on past retention.
         more = [
@@ -190,8 +177,8 @@ def test_r33_a_subscriber_that_falls_behind_retention_is_cut_off_not_skipped(sma
     assert cut.metadata["oldest_cursor"] == str(pruned + 1)
 
 
-def test_report_turn_is_stored_once_on_the_agents_stream(rig: Rig) -> None:
-    run, agent, _, got = agent_with_events(rig, "end")
+def test_report_turn_is_stored_once_on_the_agents_stream(suite: Suite) -> None:
+    run, agent, _, got = agent_with_events(suite, "end")
     history = got[1][1].store_id
     request = tel.ReportTurnRequest(
         request_id="turn-1",
@@ -200,11 +187,11 @@ def test_report_turn_is_stored_once_on_the_agents_stream(rig: Rig) -> None:
         turn=3,
         modules=[telemetry_pb2.ModuleTokens(kind=c.KIND_HISTORY, store_id=history, tokens=1200)],
     )
-    first = rig.tel.ReportTurn(request)
-    again = rig.tel.ReportTurn(request)
+    first = suite.tel.ReportTurn(request)
+    again = suite.tel.ReportTurn(request)
     assert first.cursor == again.cursor > got[-1][0]
 
-    stream = rig.subscribe(run, agent, after=got[-1][0], heartbeat_ms=50)
+    stream = suite.subscribe(run, agent, after=got[-1][0], heartbeat_ms=50)
     cursor, ev = stream.next_event()
     assert cursor == first.cursor and (ev.origin, ev.WhichOneof("body"), ev.turn.turn) == (
         "telemetry",
@@ -215,16 +202,16 @@ def test_report_turn_is_stored_once_on_the_agents_stream(rig: Rig) -> None:
     assert ev.stream_seq == 1
     assert stream.next().WhichOneof("item") == "heartbeat"  # once: the retried request added nothing
 
-    reused = rig.tel.ReportTurn
+    reused = suite.tel.ReportTurn
     with pytest.raises(grpc.RpcError) as caught:
         reused(tel.ReportTurnRequest(request_id="turn-1", run_id=run, agent_id=agent, turn=4))
     assert status_of(caught.value) == (grpc.StatusCode.ALREADY_EXISTS, "REQUEST_ID_REUSED")
 
 
-def test_report_turn_refuses_an_unknown_kind(rig: Rig) -> None:
+def test_report_turn_refuses_an_unknown_kind(suite: Suite) -> None:
     credit("run-x", "coder-0")  # a valid credential: the kind is what is refused
     with pytest.raises(grpc.RpcError) as caught:
-        rig.tel.ReportTurn(
+        suite.tel.ReportTurn(
             tel.ReportTurnRequest(
                 run_id="run-x", agent_id="coder-0", modules=[telemetry_pb2.ModuleTokens(kind=9, tokens=1)]
             )
@@ -232,10 +219,10 @@ def test_report_turn_refuses_an_unknown_kind(rig: Rig) -> None:
     assert status_of(caught.value) == (grpc.StatusCode.INVALID_ARGUMENT, "UNKNOWN_KIND")
 
 
-def test_a_write_refused_by_modulestore_reaches_no_stream(rig: Rig) -> None:
-    run, agent, history, got = agent_with_events(rig, "end")
+def test_a_write_refused_by_modulestore_reaches_no_stream(suite: Suite) -> None:
+    run, agent, history, got = agent_with_events(suite, "end")
     with pytest.raises(grpc.RpcError):
-        rig.write(run, agent, "tasks-999", create_task=ms.CreateTask(title="nowhere"))
-    rig.say(run, agent, history, "after the refusal")
-    later = rig.subscribe(run, agent, after=got[-1][0]).next_event()[1]
+        suite.write(run, agent, "tasks-999", create_task=ms.CreateTask(title="nowhere"))
+    suite.say(run, agent, history, "after the refusal")
+    later = suite.subscribe(run, agent, after=got[-1][0]).next_event()[1]
     assert is_write_of("after the refusal")(later)

@@ -9,49 +9,28 @@ from pathlib import Path
 import pytest
 
 from ggmodules.common.v1 import event_pb2
-from tests.harness import ServiceProcess
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, is_write_of
+from tests.harness import ServiceProcess, Suite, is_write_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
+from tests.telemetry._support.runs import key, read_run
 
 
 @pytest.fixture()
-def bare(backend: str, tmp_path: Path) -> Iterator[Rig]:
+def bare(backend: str, tmp_path: Path) -> Iterator[Suite]:
     """ModuleStore and Registry; the test starts Telemetry as a process."""
-    r = Rig(backend, tmp_path, telemetry=False)
-    yield r
-    r.close()
+    with Suite(backend, tmp_path, transfer=False) as s:
+        yield s
 
 
-def key(ev: event_pb2.Event) -> tuple[str, int]:
-    return ev.origin, ev.origin_seq
-
-
-def assert_complete(rig: Rig, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
+def assert_complete(suite: Suite, run: str, got: list[tuple[int, event_pb2.Event]]) -> None:
     """Every event of the run once: ModuleStore's in its own order, Registry's `created`; cursors rising."""
     cursors = [c for c, _ in got]
     assert cursors == sorted(set(cursors))
     assert len({key(ev) for _, ev in got}) == len(got)
-    assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in rig.outbox(run)]
+    assert [key(ev) for _, ev in got if ev.origin == "modulestore"] == [key(ev) for ev in suite.outbox(run)]
     assert [ev.run.status for _, ev in got if ev.origin == "registry"] == ["created"]
 
 
-def read_run(
-    rig: Rig,
-    run: str,
-    marker: str,
-    seen: list[tuple[int, event_pb2.Event]] = (),  # type: ignore[assignment]
-) -> list[tuple[int, event_pb2.Event]]:
-    """`seen`, then the run's stream after it up to `marker` and until Registry's `created` is in (it comes
-    from another origin, so anywhere in between)."""
-    sub = rig.subscribe(run, after=seen[-1][0] if seen else 0)
-    got = list(seen) + sub.until(is_write_of(marker))
-    while not any(ev.origin == "registry" for _, ev in got):
-        got.append(sub.next_event())
-    sub.close()
-    return got
-
-
-def test_kill_9_mid_stream_then_resume_by_cursor_no_gap_no_duplicate(bare: Rig) -> None:
+def test_kill_9_mid_stream_then_resume_by_cursor_no_gap_no_duplicate(bare: Suite) -> None:
     bare.start_telemetry_process()
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
@@ -85,7 +64,7 @@ def test_kill_9_mid_stream_then_resume_by_cursor_no_gap_no_duplicate(bare: Rig) 
     ] + ["end"]
 
 
-def test_telemetry_down_while_writes_happen_then_up_nothing_lost(bare: Rig) -> None:
+def test_telemetry_down_while_writes_happen_then_up_nothing_lost(bare: Suite) -> None:
     # Telemetry has never run: every event waits in the outboxes.
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
@@ -110,7 +89,7 @@ def test_telemetry_down_while_writes_happen_then_up_nothing_lost(bare: Rig) -> N
     assert_complete(bare, run, everything)
 
 
-def test_console_model_reads_the_same_after_telemetry_restarts(bare: Rig) -> None:
+def test_console_model_reads_the_same_after_telemetry_restarts(bare: Suite) -> None:
     """The views are folded from the stored events alone: a restarted Telemetry answers exactly as before."""
     from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 

@@ -21,8 +21,8 @@ from ggmodules.storage.telemetry import StoredEvent, TelemetryRepository
 from ggmodules.storage.telemetry.event_logs import open_event_log
 from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
-from tests.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness import drop_database, new_database_url
+from tests.harness.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url, needs_nats
 
 T = TypeVar("T")
 DEADLINE = 15.0

@@ -9,7 +9,6 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +16,7 @@ import grpc
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from tests.harness import InProcessTelemetry, status_of
-from tests.telemetry.rig import DEADLINE, Rig
+from tests.harness import DEADLINE, Suite, status_of
 
 NATS_SERVER = shutil.which("nats-server") or "/usr/sbin/nats-server"
 needs_nats_server = pytest.mark.skipif(
@@ -67,9 +65,9 @@ def own_nats(tmp_path: Path) -> Iterator[OwnNats]:
     nats.kill()
 
 
-def health_changes(rig: Rig) -> tuple[Any, queue.Queue[int]]:
+def health_changes(suite: Suite) -> tuple[Any, queue.Queue[int]]:
     """Telemetry's overall health as it changes (Health.Watch), drained into a queue."""
-    stub = health_pb2_grpc.HealthStub(rig.channel(rig.telemetry.address))  # type: ignore[union-attr]
+    stub = health_pb2_grpc.HealthStub(suite.channel(suite.telemetry.address))  # type: ignore[union-attr]
     call = stub.Watch(health_pb2.HealthCheckRequest(service=""))
     changes: queue.Queue[int] = queue.Queue()
 
@@ -93,21 +91,19 @@ def next_status(changes: queue.Queue[int], wanted: int) -> None:
 def test_health_follows_the_event_log_and_subscribers_are_refused_unavailable_while_it_is_away(
     tmp_path: Path, own_nats: OwnNats
 ) -> None:
-    rig = Rig("sqlite", tmp_path, telemetry=False)
+    suite = Suite("sqlite", tmp_path, transfer=False, event_log=f"nats://127.0.0.1:{own_nats.port}")
     try:
-        url = f"nats://127.0.0.1:{own_nats.port}"
-        rig.telemetry_config = replace(rig.telemetry_config, event_log=url)
-        rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config)
-        call, changes = health_changes(rig)
+        suite.start_telemetry()
+        call, changes = health_changes(suite)
         next_status(changes, health_pb2.HealthCheckResponse.SERVING)
 
         own_nats.kill()
         next_status(changes, health_pb2.HealthCheckResponse.NOT_SERVING)
-        code, reason = status_of(rig.subscribe().error(DEADLINE * 2))
+        code, reason = status_of(suite.subscribe().error(DEADLINE * 2))
         assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
 
         own_nats.start()
         next_status(changes, health_pb2.HealthCheckResponse.SERVING)
         call.cancel()
     finally:
-        rig.close()
+        suite.close()

@@ -19,8 +19,8 @@ from google.protobuf import json_format
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, is_write_of
+from tests.harness import Suite, is_write_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 HOLDERS = 64
 GOLDEN = Path(__file__).parent / "golden" / "holder_streams_64.json.gz"
@@ -33,21 +33,21 @@ def _normalised(ev: event_pb2.Event, names: dict[str, str]) -> str:
     return text
 
 
-def _streams(rig: Rig) -> dict[str, list[str]]:
-    run = create_run(rig.reg, full_profile("coder", scope=c.MEMORY_SCOPE_AGENT)).run_id
-    agents = [open_instance(rig.reg, run, "coder") for _ in range(HOLDERS)]
+def _streams(suite: Suite) -> dict[str, list[str]]:
+    run = create_run(suite.reg, full_profile("coder", scope=c.MEMORY_SCOPE_AGENT)).run_id
+    agents = [open_instance(suite.reg, run, "coder") for _ in range(HOLDERS)]
     held = [store_ids(a) for a in agents]
     board, memories = held[0]["board"], held[0]["memories"]
     assert all(h["board"] == board and h["memories"] == memories for h in held)
     ids = [a.agent_id for a in agents]
 
     for i in range(0, HOLDERS, 8):  # every eighth agent writes to each shared store and to its own
-        rig.write(run, ids[i], board, create_issue=ms.CreateIssue(prefix="OPS", title=f"issue {i}"))
-        rig.write(run, ids[i], memories, write_pad=ms.WritePad(text=f"note {i}"))
-        rig.write(run, ids[i], held[i]["tasks"], create_task=ms.CreateTask(title=f"task {i}"))
-    rig.say(run, ids[-1], held[-1]["history"], "end")
+        suite.write(run, ids[i], board, create_issue=ms.CreateIssue(prefix="OPS", title=f"issue {i}"))
+        suite.write(run, ids[i], memories, write_pad=ms.WritePad(text=f"note {i}"))
+        suite.write(run, ids[i], held[i]["tasks"], create_task=ms.CreateTask(title=f"task {i}"))
+    suite.say(run, ids[-1], held[-1]["history"], "end")
 
-    sub = rig.subscribe(run)
+    sub = suite.subscribe(run)
     got = sub.until(is_write_of("end"), deadline=120)
     names = {run: "RUN", **{a: f"AGENT{n}" for n, a in enumerate(ids)}}
     assert "" not in names
@@ -63,8 +63,8 @@ def _streams(rig: Rig) -> dict[str, list[str]]:
     return streams
 
 
-def test_r29_streams_of_a_store_held_by_64_agents_read_as_recorded(rig: Rig) -> None:
-    streams = _streams(rig)
+def test_r29_streams_of_a_store_held_by_64_agents_read_as_recorded(suite: Suite) -> None:
+    streams = _streams(suite)
     if os.environ.get("GGMODULES_RECORD_GOLDEN") == "1":
         text = json.dumps(streams, indent=0, sort_keys=True) + "\n"
         GOLDEN.write_bytes(gzip.compress(text.encode(), mtime=0))

@@ -4,17 +4,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.event_logs import drop_stream, fresh_jetstream_url, needs_nats
-from tests.harness import InProcessTelemetry
+from tests.harness import Suite
+from tests.harness.event_logs import drop_stream, fresh_jetstream_url, needs_nats
 from tests.telemetry import test_cursors, test_streams, test_turns
-from tests.telemetry.rig import Rig
 
-SAME: list[Callable[[Rig], None]] = [
+SAME: list[Callable[[Suite], None]] = [
     test_streams.test_r28_a_write_appears_once_on_its_writers_stream,
     test_streams.test_r29_each_co_holder_gets_its_own_snapshot_on_its_own_stream,
     test_streams.test_r13_a_sharer_gets_no_backlog,
@@ -32,17 +30,15 @@ SAME: list[Callable[[Rig], None]] = [
 
 
 @pytest.fixture(scope="module")
-def jetstream_rig(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
+def jetstream_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
     url = fresh_jetstream_url()
-    rig = Rig("sqlite", Path(tmp_path_factory.mktemp("tel-jetstream")), telemetry=False)
-    rig.telemetry_config = replace(rig.telemetry_config, event_log=url)
-    rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config)
-    yield rig
-    rig.close()
+    with Suite("sqlite", Path(tmp_path_factory.mktemp("tel-jetstream")), transfer=False, telemetry=True,
+               event_log=url) as s:
+        yield s
     drop_stream(url)
 
 
 @needs_nats
 @pytest.mark.parametrize("case", SAME, ids=lambda case: case.__name__.removeprefix("test_"))
-def test_on_jetstream(case: Callable[[Rig], None], jetstream_rig: Rig) -> None:
-    case(jetstream_rig)
+def test_on_jetstream(case: Callable[[Suite], None], jetstream_suite: Suite) -> None:
+    case(jetstream_suite)

@@ -25,9 +25,8 @@ from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
-from tests.harness import POSTGRES_ONLY
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, Subscription, is_write_of
+from tests.harness import POSTGRES_ONLY, Subscription, Suite, is_write_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 # Heartbeats at MIN_HEARTBEAT_MS apart: 110 of them outlast the 5 s a hole used to be waited for.
 HELD_HEARTBEATS = 110
@@ -36,15 +35,14 @@ PROMPT_HEARTBEATS = 40
 
 
 @pytest.fixture(scope="module", params=POSTGRES_ONLY)
-def rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    r = Rig(request.param, Path(tmp_path_factory.mktemp("frontier")))
-    yield r
-    r.close()
+def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    with Suite(request.param, Path(tmp_path_factory.mktemp("frontier")), transfer=False, telemetry=True) as s:
+        yield s
 
 
 @pytest.fixture()
-def modulestore_db(rig: Rig) -> Iterator[Engine]:
-    engine = make_engine(rig.urls["modulestore"])
+def modulestore_db(suite: Suite) -> Iterator[Engine]:
+    engine = make_engine(suite.urls["modulestore"])
     yield engine
     engine.dispose()
 
@@ -66,11 +64,11 @@ def said(events: list[event_pb2.Event]) -> list[str]:
 class Feed:
     """ModuleStore's WatchOutbox from a position, read batch by batch with the run's events picked out."""
 
-    def __init__(self, rig: Rig, run: str, after: int) -> None:
-        stub = pb_grpc.OutboxServiceStub(rig.channel(rig.modulestore.address))
+    def __init__(self, suite: Suite, run: str, after: int) -> None:
+        stub = pb_grpc.OutboxServiceStub(suite.channel(suite.modulestore.address))
         request = pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=MIN_HEARTBEAT_MS)
         self.stream = Subscription(stub.WatchOutbox(request))
-        rig.subscriptions.append(self.stream)
+        suite.subscriptions.append(self.stream)
         self.run = run
 
     def next(self) -> tuple[list[event_pb2.Event], int]:
@@ -98,18 +96,18 @@ class Feed:
         return got, beats
 
 
-def agent(rig: Rig) -> tuple[str, Any, str]:
-    run = create_run(rig.reg, full_profile("coder")).run_id
-    coder = open_instance(rig.reg, run, "coder")
+def agent(suite: Suite) -> tuple[str, Any, str]:
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
     return run, coder, store_ids(coder)["history"]
 
 
 def test_r48_an_open_transaction_holds_later_events_however_long_then_all_go_out_in_order(
-    rig: Rig, modulestore_db: Engine
+    suite: Suite, modulestore_db: Engine
 ) -> None:
-    run, coder, history = agent(rig)
-    start = rig.outbox(run)[-1].origin_seq
-    feed = Feed(rig, run, start)
+    run, coder, history = agent(suite)
+    start = suite.outbox(run)[-1].origin_seq
+    feed = Feed(suite, run, start)
     with modulestore_db.connect() as earlier, modulestore_db.connect() as slow:
         earlier_tx = earlier.begin()
         earlier.execute(text("SELECT pg_current_xact_id()"))  # began first: the older transaction id
@@ -118,32 +116,32 @@ def test_r48_an_open_transaction_holds_later_events_however_long_then_all_go_out
         # Drawn after `held` by the transaction that began before it, and committed while it is open.
         assert append(earlier, run, "ghost-earlier", "earlier") > held
         earlier_tx.commit()
-        rig.say(run, coder.agent_id, history, "later")
-        latest = rig.outbox(run)[-1].origin_seq
+        suite.say(run, coder.agent_id, history, "later")
+        latest = suite.outbox(run)[-1].origin_seq
 
         feed.holds_past(latest, HELD_HEARTBEATS)
         slow_tx.commit()
 
     got, _ = feed.until("later")
     assert said(got) == ["slow", "earlier", "later"]
-    assert got == [ev for ev in rig.outbox(run) if ev.origin_seq > start]
-    streamed = rig.subscribe(run).until(is_write_of("later"))
+    assert got == [ev for ev in suite.outbox(run) if ev.origin_seq > start]
+    streamed = suite.subscribe(run).until(is_write_of("later"))
     assert [ev.origin_seq for _, ev in streamed if ev.origin == "modulestore"] == [
-        ev.origin_seq for ev in rig.outbox(run)
+        ev.origin_seq for ev in suite.outbox(run)
     ]
 
 
 def test_r48_a_rolled_back_transaction_holds_nobody_up_once_it_has_ended(
-    rig: Rig, modulestore_db: Engine
+    suite: Suite, modulestore_db: Engine
 ) -> None:
-    run, coder, history = agent(rig)
-    start = rig.outbox(run)[-1].origin_seq
-    feed = Feed(rig, run, start)
+    run, coder, history = agent(suite)
+    start = suite.outbox(run)[-1].origin_seq
+    feed = Feed(suite, run, start)
     with modulestore_db.connect() as doomed:
         doomed_tx = doomed.begin()
         append(doomed, run, "ghost-doomed", "never")
-        rig.say(run, coder.agent_id, history, "after the rollback")
-        feed.holds_past(rig.outbox(run)[-1].origin_seq, 1)
+        suite.say(run, coder.agent_id, history, "after the rollback")
+        feed.holds_past(suite.outbox(run)[-1].origin_seq, 1)
         doomed_tx.rollback()
 
     got, heartbeats = feed.until("after the rollback")
@@ -151,19 +149,19 @@ def test_r48_a_rolled_back_transaction_holds_nobody_up_once_it_has_ended(
     assert heartbeats < PROMPT_HEARTBEATS, "the feed waited out a hole that was rolled back"
 
 
-def test_r33_an_open_transaction_on_another_database_of_the_server_holds_nothing_up(rig: Rig) -> None:
+def test_r33_an_open_transaction_on_another_database_of_the_server_holds_nothing_up(suite: Suite) -> None:
     """The frontier is this outbox's own: Registry's outbox, in another database of the same server,
     written by a transaction left open, does not hold up ModuleStore's feed."""
-    run, coder, history = agent(rig)
-    start = rig.outbox(run)[-1].origin_seq
-    feed = Feed(rig, run, start)
-    registry_db = make_engine(rig.urls["registry"])
+    run, coder, history = agent(suite)
+    start = suite.outbox(run)[-1].origin_seq
+    feed = Feed(suite, run, start)
+    registry_db = make_engine(suite.urls["registry"])
     try:
         with registry_db.connect() as elsewhere:
             elsewhere_tx = elsewhere.begin()
             event = event_pb2.Event(run_id=run, agent_id="", run=event_pb2.RunEvent(status="created"))
             Outbox("registry", RegOutboxRow, RegStreamHeadRow).append(elsewhere, event)
-            rig.say(run, coder.agent_id, history, "not held")
+            suite.say(run, coder.agent_id, history, "not held")
             got, heartbeats = feed.until("not held")
             elsewhere_tx.rollback()
     finally:

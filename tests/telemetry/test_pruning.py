@@ -20,51 +20,48 @@ from ggmodules.common.v1 import outbox_service_pb2 as ob
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
-from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, status_of
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import Rig, is_write_of
-from tests.telemetry.test_durability import key, read_run
-from tests.telemetry.test_turns import report
+from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, Suite, is_write_of, status_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
+from tests.telemetry._support.runs import key, read_run, report
 
 DEADLINE = 30.0
 
 
 @pytest.fixture()
-def bare(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Rig]:
+def bare(backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Suite]:
     """ModuleStore and Registry pruning with no margin; the test starts Telemetry as a process."""
     monkeypatch.setenv("GGMODULES_OUTBOX_PRUNE_MARGIN", "0")
     monkeypatch.setenv("GGMODULES_REQUEST_LOG_RETENTION_SECONDS", "1")
-    r = Rig(backend, tmp_path, telemetry=False)
-    yield r
-    r.close()
+    with Suite(backend, tmp_path, transfer=False) as s:
+        yield s
 
 
-def prune(rig: Rig, service: InProcessService | InProcessTelemetry) -> tuple[int, int]:
-    result: tuple[int, int] = rig.loop.run(service.running.service.extra["housekeeper"].prune_once())
+def prune(suite: Suite, service: InProcessService | InProcessTelemetry) -> tuple[int, int]:
+    result: tuple[int, int] = suite.loop.run(service.running.service.extra["housekeeper"].prune_once())
     return result
 
 
-def followers(rig: Rig) -> dict[str, int]:
+def followers(suite: Suite) -> dict[str, int]:
     """ModuleStore's record of its followers, read on its own loop (SQLite: its one pinned connection)."""
-    repo = rig.modulestore.running.service.extra["repository"]
+    repo = suite.modulestore.running.service.extra["repository"]
 
     async def read() -> dict[str, int]:
         positions: dict[str, int] = repo.read(repo.positions.followers)
         return positions
 
-    return rig.loop.run(read())
+    return suite.loop.run(read())
 
 
-def logged(rig: Rig, request_id: str) -> bool:
+def logged(suite: Suite, request_id: str) -> bool:
     """Whether ModuleStore's request log still holds `request_id` (read on its own loop)."""
-    repo = rig.modulestore.running.service.extra["repository"]
+    repo = suite.modulestore.running.service.extra["repository"]
     table = repo.request_table
     query = select(func.count()).select_from(table).where(table.c.request_id == request_id)
 
     async def read() -> bool:
         return bool(repo.read(lambda conn: conn.execute(query).scalar_one()))
 
-    return rig.loop.run(read())
+    return suite.loop.run(read())
 
 
 def until(check: Any, what: str) -> None:
@@ -75,11 +72,11 @@ def until(check: Any, what: str) -> None:
         time.sleep(0.02)
 
 
-def outbox_stub(rig: Rig, address: str) -> ob_grpc.OutboxServiceStub:
-    return ob_grpc.OutboxServiceStub(rig.channel(address))
+def outbox_stub(suite: Suite, address: str) -> ob_grpc.OutboxServiceStub:
+    return ob_grpc.OutboxServiceStub(suite.channel(address))
 
 
-def test_acknowledgements_decide_what_is_pruned(bare: Rig) -> None:
+def test_acknowledgements_decide_what_is_pruned(bare: Suite) -> None:
     stub = outbox_stub(bare, bare.modulestore.address)
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
@@ -112,7 +109,7 @@ def test_acknowledgements_decide_what_is_pruned(bare: Rig) -> None:
     assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
 
 
-def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
+def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Suite) -> None:
     bare.start_telemetry_process()
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
@@ -172,7 +169,7 @@ def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Rig) -> None:
     assert key(after[-1][1]) == key(newer[-1])
 
 
-def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: Rig) -> None:
+def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: Suite) -> None:
     run = create_run(bare.reg, full_profile("coder")).run_id
     coder = open_instance(bare.reg, run, "coder")
     history = store_ids(coder)["history"]
@@ -200,7 +197,7 @@ def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: R
 
 
 
-def test_telemetry_keeps_only_the_newest_row_of_its_own_outbox_and_numbers_on_after_it(bare: Rig) -> None:
+def test_telemetry_keeps_only_the_newest_row_of_its_own_outbox_and_numbers_on_after_it(bare: Suite) -> None:
     """Telemetry's own outbox only numbers its turn events (logged in the same transaction): pruned to its
     newest row, and a turn reported after that is logged under a new number, not dropped as a repeat."""
     telemetry = bare.start_telemetry()

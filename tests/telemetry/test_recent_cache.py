@@ -11,8 +11,8 @@ import pytest
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
 from ggmodules.storage.telemetry.recent import RecentEvents, StoredEvent
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import InProcessTelemetry, Rig, is_write_of
+from tests.harness import InProcessTelemetry, Suite, is_write_of
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 KIB = 1024
 EVERYTHING = StreamFilter()
@@ -40,14 +40,14 @@ def test_the_cache_lets_the_oldest_go_once_it_holds_more_bytes_than_its_bound() 
 
 
 @pytest.fixture(scope="module")
-def small(backend_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Rig]:
-    """A rig whose Telemetry keeps at most 64 KiB of events in memory."""
-    r = Rig(backend_module, Path(tmp_path_factory.mktemp(f"cache-{backend_module}")), recent_bytes=64 * KIB)
-    yield r
-    r.close()
+def small(backend_module: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    """A suite whose Telemetry keeps at most 64 KiB of events in memory."""
+    with Suite(backend_module, Path(tmp_path_factory.mktemp(f"cache-{backend_module}")), transfer=False,
+               telemetry=True, recent_bytes=64 * KIB) as s:
+        yield s
 
 
-def test_r33_with_a_small_cache_every_subscriber_still_gets_every_event(small: Rig) -> None:
+def test_r33_with_a_small_cache_every_subscriber_still_gets_every_event(small: Suite) -> None:
     run = create_run(small.reg, full_profile("coder")).run_id
     coder = open_instance(small.reg, run, "coder")
     history = store_ids(coder)["history"]

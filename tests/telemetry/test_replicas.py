@@ -12,7 +12,6 @@ import grpc
 import pytest
 
 from ggmodules.common.v1 import outbox_service_pb2 as opb
-from ggmodules.core.telemetry.streams import Retention
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as opb_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
@@ -20,21 +19,24 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
-from tests.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness import (
+    DEADLINE,
     InProcessService,
     InProcessTelemetry,
     LoopThread,
+    Subscription,
+    Suite,
     drop_database,
+    is_write_of,
     needs_postgres,
     new_database_url,
     open_channel,
+    refusal_of,
     service_config,
     stubs,
 )
-from tests.registry.builders import create_run, full_profile, open_instance, store_ids
-from tests.telemetry.rig import DEADLINE, Rig, Subscription, is_write_of
-from tests.telemetry.test_cursors import error_info
+from tests.harness.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url, needs_nats
+from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 # The longest heartbeat a watcher may ask for: a test waits far less, so only a wake-up can pass it.
 NO_HEARTBEAT_MS = 60_000
@@ -208,26 +210,74 @@ def _outbox(stub: ms_grpc.ModuleStoreServiceStub, run_id: str) -> list[Any]:
 @needs_nats
 def test_r33_on_jetstream_a_cursor_below_retention_is_out_of_range(tmp_path: Path) -> None:
     url = fresh_jetstream_url()
-    rig = Rig("sqlite", tmp_path, telemetry=False)
+    suite = Suite("sqlite", tmp_path, transfer=False, event_log=url, retention=8)
     try:
-        rig.telemetry_config = replace(rig.telemetry_config, event_log=url)
-        rig.telemetry = InProcessTelemetry(rig.loop, rig.telemetry_config, Retention(8))
-        run = create_run(rig.reg, full_profile("coder")).run_id
-        agent = open_instance(rig.reg, run, "coder")
-        live = rig.subscribe(run, agent.agent_id, heartbeat_ms=50)
+        suite.start_telemetry()
+        run = create_run(suite.reg, full_profile("coder")).run_id
+        agent = open_instance(suite.reg, run, "coder")
+        live = suite.subscribe(run, agent.agent_id, heartbeat_ms=50)
         while live.next().WhichOneof("item") != "heartbeat":  # caught up: it takes each write as it lands
             pass
         for n in range(12):
-            rig.say(run, agent.agent_id, store_ids(agent)["history"], f"w{n}")
+            suite.say(run, agent.agent_id, store_ids(agent)["history"], f"w{n}")
         live.until(is_write_of("w11"))  # all of them are in the log now; nothing else is written
-        retained = rig.subscribe().events(8)
+        retained = suite.subscribe().events(8)
         oldest = retained[0][0]
         assert oldest > 1
-        code, reason, metadata = error_info(rig.subscribe(after=1).error())
+        code, reason, metadata, _ = refusal_of(suite.subscribe(after=1).error())
         assert (code, reason, metadata["oldest_cursor"]) == (
             grpc.StatusCode.OUT_OF_RANGE, "CURSOR_EXPIRED", str(oldest)
         )
-        assert rig.subscribe(after=oldest - 1).events(8) == retained
+        assert suite.subscribe(after=oldest - 1).events(8) == retained
     finally:
-        rig.close()
+        suite.close()
         drop_stream(url)
+
+
+@needs_postgres
+@pytest.mark.parametrize("kind", EVENT_LOG_KINDS)
+def test_an_event_stored_by_one_telemetry_replica_wakes_a_subscriber_of_the_other_at_once(
+    tmp_path: Path, kind: str
+) -> None:
+    replicas = Replicas(tmp_path, fresh_jetstream_url() if kind == "jetstream" else "")
+    try:
+        replicas.start_telemetry()
+        run = create_run(replicas.reg, full_profile("coder")).run_id
+        opened = open_instance(replicas.reg, run, "coder")
+        agent = opened.agent_id
+        first = tel_grpc.TelemetryServiceStub(replicas.channel(replicas.telemetry[0].address))
+        turn = is_turn_of(run, agent)
+
+        def report(n: int) -> int:
+            request = tel.ReportTurnRequest(run_id=run, agent_id=agent, turn=n)
+            return int(first.ReportTurn(request).cursor)
+
+        # A ReportTurn is stored by the replica that takes it (replica 0); replica 1 hears of it only
+        # through the log (NOTIFY tel_events on the SQL log, its own consumer on JetStream).
+        other = tel_grpc.TelemetryServiceStub(replicas.channel(replicas.telemetry[1].address))
+        request = tel.SubscribeRequest(run_id=run, agent_id=agent, heartbeat_ms=NO_HEARTBEAT_MS)
+        sub = Subscription(other.Subscribe(request))
+        replicas.subscriptions.append(sub)
+        cursor = report(1)
+        say(replicas.ms_stub(0), run, opened, "quiet")  # ModuleStore's events for the agent end here
+        seen = [sub.next_event()]
+        while not is_write_of("quiet")(seen[-1][1]):
+            seen.append(sub.next_event())
+        assert cursor in [c for c, _ in seen]
+        # Caught up and idle: its next heartbeat is 60 s away, the deadline 15 s. Only a wake-up by replica
+        # 0's commit delivers the next turn in time.
+        cursor = report(2)
+        got = sub.next_event(DEADLINE)
+        while got[1].WhichOneof("body") != "turn":  # another origin's late event for the agent, if any
+            got = sub.next_event(DEADLINE)
+        assert got[0] == cursor and turn(got[1]) == 2
+    finally:
+        replicas.close()
+
+
+def is_turn_of(run: str, agent: str) -> Any:
+    def turn(ev: Any) -> int:
+        assert (ev.run_id, ev.agent_id, ev.WhichOneof("body")) == (run, agent, "turn")
+        return int(ev.turn.turn)
+
+    return turn

@@ -10,7 +10,6 @@ and events of one origin are ingested in order, so the predecessor's drain is in
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,9 +19,8 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.transfer.v1 import transfer_pb2
-from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
-from tests.harness import BACKENDS, InProcessService, drop_database, new_database_url
-from tests.registry.builders import (
+from tests.harness import BACKENDS, Suite, is_write_of
+from tests.harness.registry import (
     KIND_WORD,
     create_run,
     edge,
@@ -33,8 +31,8 @@ from tests.registry.builders import (
     profile,
     rows,
 )
-from tests.telemetry.rig import Rig, is_write_of, shape
-from tests.transfer.flows import exec_, instance, transition
+from tests.harness.subscriptions import shape
+from tests.harness.transfers import exec_, instance, transition
 
 KIND_ORDER = (c.KIND_HISTORY, c.KIND_MEMORIES, c.KIND_TASKS, c.KIND_BOARD, c.KIND_SKILLS, c.KIND_ARCHIVE)
 HEARTBEAT_MS = 50
@@ -42,28 +40,12 @@ HEARTBEAT_MS = 50
 Events = list[tuple[int, event_pb2.Event]]
 
 
-class TransferRig:
-    """The Telemetry rig (ModuleStore, Registry, Telemetry) plus Transfer in the same loop, on its own
-    database of the same backend."""
-
-    def __init__(self, backend: str, directory: Path) -> None:
-        self.rig = Rig(backend, directory)
-        self.url = new_database_url(backend, "transfer", directory)
-        config = replace(self.rig.telemetry_config, service="transfer", database_url=self.url)
-        self.service = InProcessService(self.rig.loop, config)
-        self.transfer = tr_grpc.TransferServiceStub(self.rig.channel(self.service.address))
-
-    def close(self) -> None:
-        self.service.stop()
-        self.rig.close()
-        drop_database(self.url)
-
-
 @pytest.fixture(scope="module", params=BACKENDS)
-def tr_rig(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[TransferRig]:
-    r = TransferRig(request.param, Path(tmp_path_factory.mktemp(f"tel-transfer-{request.param}")))
-    yield r
-    r.close()
+def suite(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    """ModuleStore, Registry, Transfer and Telemetry on each backend, each on its own database."""
+    with Suite(request.param, Path(tmp_path_factory.mktemp(f"tel-transfer-{request.param}")),
+               telemetry=True) as s:
+        yield s
 
 
 def held_in_kind_order(inst: registry_pb2.Instance) -> list[tuple[c.Kind.ValueType, str]]:
@@ -77,13 +59,13 @@ def opening(inst: registry_pb2.Instance) -> list[tuple[str, str, str]]:
     return [(inst.agent_id, "roster", "")] + [(inst.agent_id, "bind", s) for _, s in held_in_kind_order(inst)]
 
 
-def say(rig: Rig, inst: registry_pb2.Instance, word: str, **op: object) -> None:
-    rig.write(inst.run_id, inst.agent_id, rows(inst)[word].store_id, **op)
+def say(suite: Suite, inst: registry_pb2.Instance, word: str, **op: object) -> None:
+    suite.write(inst.run_id, inst.agent_id, rows(inst)[word].store_id, **op)
 
 
-def stream_through_head(rig: Rig, run_id: str, agent_id: str, head: int) -> Events:
+def stream_through_head(suite: Suite, run_id: str, agent_id: str, head: int) -> Events:
     """Every event of the agent's stream, read until a heartbeat reports a head at or past `head`."""
-    sub = rig.subscribe(run_id, agent_id, heartbeat_ms=HEARTBEAT_MS)
+    sub = suite.subscribe(run_id, agent_id, heartbeat_ms=HEARTBEAT_MS)
     got: Events = []
     while True:
         item = sub.next()
@@ -93,10 +75,10 @@ def stream_through_head(rig: Rig, run_id: str, agent_id: str, head: int) -> Even
             return got
 
 
-def successor_stream(rig: Rig, successor: registry_pb2.Instance, marker: str) -> Events:
+def successor_stream(suite: Suite, successor: registry_pb2.Instance, marker: str) -> Events:
     """The successor's stream up to and including the marker it writes now."""
-    rig.say(successor.run_id, successor.agent_id, rows(successor)["history"].store_id, marker)
-    return rig.subscribe(successor.run_id, successor.agent_id).until(is_write_of(marker))
+    suite.say(successor.run_id, successor.agent_id, rows(successor)["history"].store_id, marker)
+    return suite.subscribe(successor.run_id, successor.agent_id).until(is_write_of(marker))
 
 
 def assert_cursors_increase(*streams: Events) -> None:
@@ -130,20 +112,19 @@ def assert_successor_opens_with_roster_and_restates(
 
 
 def test_r30_r31_an_exec_drains_memories_on_the_planners_stream_and_restates_on_the_successors(
-    tr_rig: TransferRig,
+    suite: Suite,
 ) -> None:
-    rig = tr_rig.rig
     planner_profile = profile("planner", memories=module(), tasks=module())
     coder_profile = profile("coder", tasks=module(), archive=module())
-    run = create_run(rig.reg, planner_profile, coder_profile, board=False).run_id
-    planner = open_instance(rig.reg, run, "planner")
+    run = create_run(suite.reg, planner_profile, coder_profile, board=False).run_id
+    planner = open_instance(suite.reg, run, "planner")
     assert [KIND_WORD[k] for k, _ in held_in_kind_order(planner)] == ["history", "memories", "tasks"]
-    rig.say(run, planner.agent_id, rows(planner)["history"].store_id, "Build a CLI")
-    say(rig, planner, "tasks", create_task=ms.CreateTask(title="write the parser"))
-    say(rig, planner, "memories", write_pad=ms.WritePad(text="the user wants argparse"))
+    suite.say(run, planner.agent_id, rows(planner)["history"].store_id, "Build a CLI")
+    say(suite, planner, "tasks", create_task=ms.CreateTask(title="write the parser"))
+    say(suite, planner, "memories", write_pad=ms.WritePad(text="the user wants argparse"))
 
-    moved = exec_(tr_rig.transfer, run, planner.agent_id, "coder")
-    successor = instance(rig.reg, run, moved.successor_agent_id)
+    moved = exec_(suite.tr, run, planner.agent_id, "coder")
+    successor = instance(suite.reg, run, moved.successor_agent_id)
     outcome = {KIND_WORD[o.kind]: o.outcome for o in moved.outcomes}
     assert outcome == {
         "history": c.OUTCOME_CARRIED,
@@ -152,7 +133,7 @@ def test_r30_r31_an_exec_drains_memories_on_the_planners_stream_and_restates_on_
         "archive": c.OUTCOME_FRESH,
     }
 
-    theirs = successor_stream(rig, successor, "coder's first word")
+    theirs = successor_stream(suite, successor, "coder's first word")
     assert_successor_opens_with_roster_and_restates(theirs, moved, successor, planner.agent_id, "exec")
     carried = {ev.kind: ev.restate for _, ev in theirs[1:-1]}
     # A window re-states its figures, not its thread; a task list its contents.
@@ -160,7 +141,7 @@ def test_r30_r31_an_exec_drains_memories_on_the_planners_stream_and_restates_on_
     assert list(carried[c.KIND_HISTORY].contents.history.messages) == []
     assert [t.title for t in carried[c.KIND_TASKS].contents.tasks.tasks] == ["write the parser"]
 
-    mine = stream_through_head(rig, run, planner.agent_id, theirs[-1][0])
+    mine = stream_through_head(suite, run, planner.agent_id, theirs[-1][0])
     memories = rows(planner)["memories"].store_id
     assert shape(mine) == [
         *opening(planner),
@@ -179,20 +160,19 @@ def test_r30_r31_an_exec_drains_memories_on_the_planners_stream_and_restates_on_
     assert_cursors_increase(mine, theirs)
 
 
-def test_r30_r31_a_transition_carrying_only_history_drains_the_others(tr_rig: TransferRig) -> None:
-    rig = tr_rig.rig
+def test_r30_r31_a_transition_carrying_only_history_drains_the_others(suite: Suite) -> None:
     machine = fsm("plan", {"plan": "planner", "code": "coder"}, edge("plan", "code", "history"))
     run = create_run(
-        rig.reg, full_profile("planner"), profile("coder", tasks=module()), board=False, machine=machine
+        suite.reg, full_profile("planner"), profile("coder", tasks=module()), board=False, machine=machine
     ).run_id
-    planner = open_instance(rig.reg, run, "planner")
+    planner = open_instance(suite.reg, run, "planner")
     held = held_in_kind_order(planner)
     assert [KIND_WORD[k] for k, _ in held] == ["history", "memories", "tasks", "skills", "archive"]
-    rig.say(run, planner.agent_id, rows(planner)["history"].store_id, "plan it")
-    say(rig, planner, "tasks", create_task=ms.CreateTask(title="left behind"))
+    suite.say(run, planner.agent_id, rows(planner)["history"].store_id, "plan it")
+    say(suite, planner, "tasks", create_task=ms.CreateTask(title="left behind"))
 
-    moved = transition(tr_rig.transfer, run, planner.agent_id, "code")
-    successor = instance(rig.reg, run, moved.successor_agent_id)
+    moved = transition(suite.tr, run, planner.agent_id, "code")
+    successor = instance(suite.reg, run, moved.successor_agent_id)
     outcome = {KIND_WORD[o.kind]: o.outcome for o in moved.outcomes}
     assert outcome == {
         "history": c.OUTCOME_CARRIED,
@@ -202,14 +182,14 @@ def test_r30_r31_a_transition_carrying_only_history_drains_the_others(tr_rig: Tr
         "archive": c.OUTCOME_DROPPED,
     }
 
-    theirs = successor_stream(rig, successor, "coder starts")
+    theirs = successor_stream(suite, successor, "coder starts")
     assert_successor_opens_with_roster_and_restates(theirs, moved, successor, planner.agent_id, "transition")
     assert [KIND_WORD[ev.kind] for _, ev in theirs[1:-1]] == ["history", "tasks"]
     fresh_tasks = theirs[2][1].restate
     assert rows(successor)["tasks"].store_id != rows(planner)["tasks"].store_id
     assert list(fresh_tasks.contents.tasks.tasks) == []
 
-    mine = stream_through_head(rig, run, planner.agent_id, theirs[-1][0])
+    mine = stream_through_head(suite, run, planner.agent_id, theirs[-1][0])
     drained = [store_id for kind, store_id in held if kind != c.KIND_HISTORY]
     assert shape(mine) == [
         *opening(planner),

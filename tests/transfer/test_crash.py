@@ -20,19 +20,10 @@ from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
-from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
-from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile
-from tests.transfer.crashing import CRASH, LAUNCHER
-from tests.transfer.flows import (
-    events_after,
-    head,
-    holders,
-    instance,
-    instance_ids,
-    put_everything,
-    refused,
-    shape,
-)
+from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel, refused
+from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile
+from tests.harness.transfers import events_after, head, holders, instance, instance_ids, put_everything, shape
+from tests.tools.crashing import CRASH, LAUNCHER
 
 STEPS = {0: "asked", 1: "planned", 2: "reserved", 3: "handed over", 4: "completed"}
 # The killed process's lease on its transfer has to expire before the restarted one takes it over.
@@ -160,7 +151,7 @@ def test_r27_a_refusal_met_when_resuming_before_step_3_releases_the_reservation(
     restarted = start_transfer(suite, transfer_database)
     try:
         with open_channel(restarted.address) as channel:
-            code, reason, _ = refused(lambda: TransferServiceStub(channel).Exec(request, timeout=30))
+            code, reason, *_ = refused(lambda: TransferServiceStub(channel).Exec(request, timeout=30))
     finally:
         restarted.terminate()
 

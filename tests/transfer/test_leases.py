@@ -21,9 +21,9 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import ServiceProcess, Suite, drop_database, new_database_url, open_channel
-from tests.registry.builders import create_run, full_profile, open_instance
-from tests.transfer.crashing import CRASH, LAUNCHER
-from tests.transfer.flows import events_after, head, instance, instance_ids, shape
+from tests.harness.registry import create_run, full_profile, open_instance
+from tests.harness.transfers import events_after, head, instance, instance_ids, shape
+from tests.tools.crashing import CRASH, LAUNCHER
 
 DUPLICATES = 12
 # Seconds the test reads the journal before reporting the transfer never finished (a lease is 1 s).

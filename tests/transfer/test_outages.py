@@ -25,15 +25,17 @@ from tests.harness import (
     InProcessService,
     LoopThread,
     ServiceProcess,
+    assert_refused,
     drop_database,
     new_database_url,
     open_channel,
+    refused,
     service_config,
     stubs,
 )
-from tests.registry.builders import create_run, full_profile, open_instance
-from tests.transfer.crashing import CRASH, LAUNCHER
-from tests.transfer.flows import events_after, head, instance, instance_ids, put_everything, refused, shape
+from tests.harness.registry import create_run, full_profile, open_instance
+from tests.harness.transfers import events_after, head, instance, instance_ids, put_everything, shape
+from tests.tools.crashing import CRASH, LAUNCHER
 
 POLL_FIRST, POLL_MAX = 0.01, 0.5
 
@@ -179,7 +181,7 @@ def test_modulestore_unreachable_at_the_handover_then_the_resumer_completes(clus
     )
 
     cluster.kill("modulestore")
-    code, reason, message = refused(lambda: transfer.Exec(request))
+    code, reason, _, message = refused(lambda: transfer.Exec(request))
 
     assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
     assert "ModuleStore" in message and "same request_id" in message
@@ -206,7 +208,7 @@ def test_registry_unreachable_at_the_start_then_a_retry_completes(cluster: Clust
     )
 
     cluster.kill("registry")
-    code, reason, message = refused(lambda: transfer.Exec(request))
+    code, reason, _, message = refused(lambda: transfer.Exec(request))
     assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
     assert "Registry" in message
     assert events_after(modulestore, run.run_id, since) == []  # nothing handed over
@@ -237,8 +239,7 @@ def test_registry_unreachable_at_completion_rolls_forward_once_it_is_back(cluste
     restarted = cluster.transfer_process()
     try:
         transfer = cluster.stub(TransferServiceStub, restarted.address)
-        code, reason, _ = refused(lambda: transfer.Exec(request))
-        assert (code, reason) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
+        assert_refused(lambda: transfer.Exec(request), grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
         cluster.start("registry")
         done = settled(transfer, run.run_id, "forward")
         assert transfer.Exec(request).transfer == done

@@ -14,8 +14,8 @@ import pytest
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.registry.v1 import registry_pb2
-from tests.registry.builders import create_run, edge, fsm, module, open_instance, profile, rows
-from tests.transfer.flows import (
+from tests.harness.registry import create_run, edge, fsm, module, open_instance, profile, rows
+from tests.harness.transfers import (
     events_after,
     exec_,
     head,

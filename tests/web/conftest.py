@@ -18,9 +18,9 @@ from playwright.sync_api import Browser, Page, sync_playwright
 from ggmodules.sdk import Client
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
-from tests.console.runs import Run, Stubs
 from tests.harness import ROOT, ServiceProcess, open_channel, processes
 from tests.harness import stubs as harness_stubs
+from tests.harness.console import Run, Stubs
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_FLAGS = [

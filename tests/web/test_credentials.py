@@ -19,7 +19,7 @@ import pytest
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.web.telemetry import credential_metadata, token_of
 from tests.harness import CREDENTIALS, ROOT, ServiceProcess, open_channel, processes, stubs
-from tests.registry.builders import full_profile
+from tests.harness.registry import full_profile
 from tests.web.conftest import WebConsole
 
 # No credential at all: neither the token nor the operator credential the harness puts in the environment.

@@ -37,7 +37,7 @@ SERVICES = {
 
 def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | None = None) -> None:
     """Runs one service until SIGTERM. `build` replaces its module's `build_service` (a test launcher
-    passes one with test-only hooks, e.g. tests/transfer/crashing.py)."""
+    passes one with test-only hooks, e.g. tests/tools/crashing.py)."""
     config = ServiceConfig.load(name, argv)
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)

@@ -151,7 +151,8 @@ def _decoder(deserialize: Deserialize | None) -> Deserialize:
 
 def _encoder(serialize: Serialize | None, method: str, limit: int) -> Serialize:
     def encode(response: Any) -> bytes:
-        data: bytes = response if serialize is None else serialize(response)
+        # Bytes are an answer the handler encoded itself (Telemetry's Subscribe: once for every subscriber).
+        data: bytes = response if serialize is None or isinstance(response, bytes) else serialize(response)
         if len(data) > limit:
             raise ResourceExhausted(
                 f"the answer to {method.rsplit('/', 1)[-1]} would be {len(data):,} bytes, over the "

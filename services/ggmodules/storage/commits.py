@@ -9,11 +9,14 @@ waits for a version beyond it, so a commit between its read and its wait is neve
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import psycopg
 from psycopg import sql
+from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
 
@@ -33,8 +36,17 @@ class CommitSignal:
             if not self._waiters:
                 return
             waiters, self._waiters = self._waiters, {}
+        # One hand-over per event loop however many wait on it (a hundred subscribers of one Telemetry are
+        # woken by one call, not a hundred writes to the loop's self-pipe); the loop's own thread wakes
+        # them directly.
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
         for fut, loop in waiters.items():
-            loop.call_soon_threadsafe(_wake, fut)
+            by_loop.setdefault(loop, []).append(fut)
+        for loop, futures in by_loop.items():
+            if _running_loop() is loop:
+                _wake_all(futures)
+            else:
+                loop.call_soon_threadsafe(_wake_all, futures)
 
     async def wait(self, seen: int, timeout: float) -> bool:
         """True once a commit after `seen` was notified; False when `timeout` seconds pass first."""
@@ -54,9 +66,17 @@ class CommitSignal:
                 self._waiters.pop(fut, None)
 
 
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
+def _wake_all(futures: list[asyncio.Future[None]]) -> None:
+    for fut in futures:
+        if not fut.done():
+            fut.set_result(None)
+
+
+def _running_loop() -> asyncio.AbstractEventLoop | None:
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:  # a worker thread
+        return None
 
 
 # ---- across processes (PostgreSQL) ------------------------------------------------------------------------
@@ -73,12 +93,15 @@ LISTEN_BACKOFF_MAX = 2.0
 
 class CommitListener:
     """Runs `on_commit()` on its thread for every commit another session (or this process) made on
-    `channel`. Stopped by `stop()`."""
+    `channel`; with `own`, not for those of the sessions whose backend pids it holds. Stopped by `stop()`."""
 
-    def __init__(self, url: str, channel: str, on_commit: Callable[[], object]) -> None:
+    def __init__(
+        self, url: str, channel: str, on_commit: Callable[[], object], own: OwnSessions | None = None
+    ) -> None:
         self._dsn = make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
         self._channel = channel
         self._on_commit = on_commit
+        self._own = own
         self._stopping = threading.Event()
         self.listening = threading.Event()  # set once LISTEN is in force (tests wait on it)
         self._thread = threading.Thread(target=self._run, daemon=True, name=f"listen-{channel}")
@@ -94,8 +117,9 @@ class CommitListener:
                     self._on_commit()  # whatever committed while nobody listened
                     delay = 0.05
                     while not self._stopping.is_set():
-                        for _ in conn.notifies(timeout=LISTEN_POLL_SECONDS):
-                            self._on_commit()
+                        for note in conn.notifies(timeout=LISTEN_POLL_SECONDS):
+                            if self._own is None or note.pid not in self._own.pids:
+                                self._on_commit()
             except psycopg.Error:
                 self.listening.clear()
                 self._stopping.wait(delay)
@@ -106,12 +130,41 @@ class CommitListener:
         self._thread.join(LISTEN_POLL_SECONDS * 4)
 
 
-def listen_for_commits(engine: Engine, table: str, on_commit: Callable[[], object]) -> CommitListener | None:
+class OwnSessions:
+    """The backend pids of an engine's open PostgreSQL sessions, noted at each checkout (no round trip) and
+    let go when a session closes."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.pids: set[int] = set()
+        event.listen(engine, "checkout", self._checkout)
+        event.listen(engine, "close", self._close)
+        event.listen(engine, "close_detached", self._close)
+        event.listen(engine, "invalidate", self._close)
+
+    def _checkout(self, dbapi_conn: Any, record: Any, proxy: Any) -> None:
+        pid = int(dbapi_conn.info.backend_pid)
+        record.info["backend_pid"] = pid
+        self.pids.add(pid)
+
+    def _close(self, dbapi_conn: Any, record: Any = None, *_: Any) -> None:
+        pid = record.info.get("backend_pid") if record is not None else None
+        if pid is None and dbapi_conn is not None:
+            with contextlib.suppress(Exception):
+                pid = int(dbapi_conn.info.backend_pid)
+        self.pids.discard(pid)
+
+
+def listen_for_commits(
+    engine: Engine, table: str, on_commit: Callable[[], object], *, skip_own: bool = False
+) -> CommitListener | None:
     """A listener for commits on `table` made by any process, on PostgreSQL; None on SQLite (one process
-    writes a SQLite file, and its own CommitSignal already hears every commit)."""
+    writes a SQLite file, and its own CommitSignal already hears every commit). With `skip_own`, commits
+    made through `engine` itself are not passed on: for a caller whose every write through it already
+    signals its own commits (it would otherwise do the work of each wake-up twice)."""
     if engine.dialect.name != "postgresql":
         return None
-    return CommitListener(engine.url.render_as_string(hide_password=False), table, on_commit)
+    own = OwnSessions(engine) if skip_own else None
+    return CommitListener(engine.url.render_as_string(hide_password=False), table, on_commit, own)
 
 
 def notify_trigger_sql(table: str) -> list[str]:

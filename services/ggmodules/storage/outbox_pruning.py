@@ -22,7 +22,7 @@ import time
 from dataclasses import replace
 from typing import Any
 
-from sqlalchemy import Table, delete, func, select, tuple_
+from sqlalchemy import Table, delete, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
@@ -49,6 +49,8 @@ class OutboxPositions:
         self._outbox = outbox
         self._rows: Table = outbox._rows
         self._table: Table = row.__table__  # type: ignore[attr-defined]
+        # Read after every page a watcher sends: built once (text), so nothing is compiled per page.
+        self._pruned_through = text(f"SELECT value FROM {self._table.name} WHERE name = :name")
 
     # ---- followers ----------------------------------------------------------------------------------
 
@@ -87,8 +89,7 @@ class OutboxPositions:
     # ---- pruning ------------------------------------------------------------------------------------
 
     def pruned_through(self, conn: Connection) -> int:
-        value = conn.execute(select(self._table.c.value).where(self._table.c.name == PRUNED_THROUGH))
-        return int(value.scalar() or 0)
+        return int(conn.execute(self._pruned_through, {"name": PRUNED_THROUGH}).scalar() or 0)
 
     def check(self, conn: Connection, after: int, page: OutboxPage) -> OutboxPage:
         """`page`, read after `after`, with a head that never goes back below what was pruned; refused when

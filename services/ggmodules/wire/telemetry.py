@@ -13,6 +13,13 @@ def stream_event(stored: StoredEvent) -> pb.SubscribeResponse:
     return pb.SubscribeResponse(event=telemetry_pb2.StreamEvent(cursor=stored.cursor, event=stored.event))
 
 
+def stream_event_bytes(stored: StoredEvent) -> bytes:
+    """`stream_event` serialized, once per stored event: every subscriber it reaches sends these bytes."""
+    if stored.wire is not None:
+        return stored.wire
+    return stored.keep_wire(stream_event(stored).SerializeToString())
+
+
 def heartbeat(head_cursor: int) -> pb.SubscribeResponse:
     return pb.SubscribeResponse(heartbeat=telemetry_pb2.Heartbeat(head_cursor=head_cursor))
 

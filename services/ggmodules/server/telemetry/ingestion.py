@@ -30,6 +30,9 @@ HEARTBEAT_MS = 1000
 # A stream with nothing, not even a heartbeat, for this long is taken to be dead.
 SILENCE_SECONDS = 5 * HEARTBEAT_MS / 1000
 BACKOFF_MIN, BACKOFF_MAX = 0.05, 2.0
+# AckOutbox is sent at most this often: the origin only prunes by it, and an ack per batch would cost the
+# origin a transaction for every event (on SQLite on its event loop, in the way of the next write).
+ACK_EVERY_SECONDS = 0.25
 # The name Telemetry's relays report their position under (AckOutbox); one log, one position, however many
 # replicas relay into it.
 FOLLOWER_NAME = "telemetry"
@@ -121,8 +124,9 @@ class Follower:
             call.cancel()
 
     async def _acks_loop(self, stub: pb_grpc.OutboxServiceStub) -> None:
-        """Reports the newest durable position whenever it moved; a failure is only logged (the next
-        position is reported again)."""
+        """Reports the newest durable position whenever it moved, at most every ACK_EVERY_SECONDS (what moves
+        meanwhile goes with the next report); a failure is only logged (the next position is reported
+        again)."""
         while self._acks:
             await self._to_ack.wait()
             self._to_ack.clear()
@@ -136,6 +140,7 @@ class Follower:
                 if err.code() == grpc.StatusCode.UNIMPLEMENTED:
                     self._acks = False
                 self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)
+            await asyncio.sleep(ACK_EVERY_SECONDS)
 
     def _past_gap(self, err: grpc.aio.AioRpcError) -> bool:
         """An origin that pruned past Telemetry's position: log the gap and resume after it."""

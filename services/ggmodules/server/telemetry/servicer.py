@@ -40,11 +40,13 @@ class TelemetryServicer(pb_grpc.TelemetryServiceServicer):
         self._console = console
         self._turns = turns
 
-    async def Subscribe(
+    def Subscribe(  # type: ignore[override]
         self, request: pb.SubscribeRequest, ctx: Context
-    ) -> AsyncIterator[pb.SubscribeResponse]:
-        async for item in subscribe(self._log, request):
-            yield item
+    ) -> AsyncIterator[bytes]:
+        """SubscribeResponse messages, already serialized (subscriptions.py: an event is encoded once for
+        all its subscribers); the call interceptor iterates the stream itself and sends bytes as they are,
+        so no generator is added here per message."""
+        return subscribe(self._log, request)
 
     async def ReportTurn(self, request: pb.ReportTurnRequest, ctx: Context) -> pb.ReportTurnResponse:
         return await self._turns.report(request)

@@ -33,7 +33,7 @@ def build_service(
     after_step: Callable[[int], None] = no_crash,
 ) -> Service:
     """`after_step` is told each crash point a transfer reaches (core.transfer.saga): tests pass a hook
-    that kills the process there (tests/transfer/crashing.py); production leaves it a no-op."""
+    that kills the process there (tests/tools/crashing.py); production leaves it a no-op."""
     engine = open_engine(config, log)
     repo = TransferRepository(engine)
     repo.create_tables()

@@ -91,17 +91,23 @@ class SqlEventLog:
     def __init__(self, repo: TelemetryRepository) -> None:
         self.repo = repo
         self._listener: CommitListener | None = None
+        # On SQLite an append is a short local transaction (WAL, no fsync at commit) and runs on the event
+        # loop, as ModuleStore's writes do there: two thread hand-overs would cost more than the write. On
+        # PostgreSQL it waits on the server, so it runs on a worker thread.
+        self._inline = repo.engine.dialect.name == "sqlite"
 
     async def start(self) -> None:
         # Another replica's inserts (same PostgreSQL database) refresh this one's cache and wake its
-        # subscribers at once.
-        self._listener = listen_for_commits(self.repo.engine, "tel_events", self.repo.refresh)
+        # subscribers at once. This one's own writes already did both as they committed.
+        self._listener = listen_for_commits(self.repo.engine, "tel_events", self.repo.refresh, skip_own=True)
 
     @property
     def listener(self) -> CommitListener | None:
         return self._listener
 
     async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        if self._inline:
+            return self.repo.ingest(origin, list(events))
         return await asyncio.to_thread(self.repo.ingest, origin, list(events))
 
     async def highest_origin_seq(self, origin: str) -> int:

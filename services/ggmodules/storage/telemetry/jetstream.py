@@ -39,7 +39,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
-from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
+from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
 DEFAULT_STREAM = "GGMODULES_TELEMETRY"
@@ -95,6 +95,9 @@ class JetStreamEventLog:
         self._unsaved: dict[str, int] = {}
         self._saving = asyncio.Event()
         self._saver: asyncio.Task[None] | None = None
+        # What the subscriptions received, decoded once for all of them (every subscription's consumer gets
+        # its own copy of a message).
+        self._decoded = Decoded()
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -298,7 +301,7 @@ class JetStreamEventLog:
                         check_retained(position, pruned)
                     behind = int(msg.metadata.num_pending) > 0
                     position = seq
-                    batch.append(StoredEvent(seq, event_pb2.Event.FromString(msg.data), len(msg.data)))
+                    batch.append(self._decoded.get(seq, msg.data))
                     if len(batch) >= BATCH or sub.pending_msgs == 0:
                         break
                     msg = await sub.next_msg(timeout=None)

@@ -5,15 +5,19 @@ here, so a write reaches a hundred subscribers without a hundred reads. A subscr
 what is held reads the database as before.
 
 What is held is bounded twice: at most `CAPACITY` events and at most `max_bytes` of them (serialized), the
-oldest let go first, so a run of large events cannot make the cache hold hundreds of megabytes.
+oldest let go first, so a run of large events cannot make the cache hold hundreds of megabytes. (An event
+already sent to a subscriber also holds its encoded answer, about its size again.)
+
+`Decoded` serves the JetStream log, where each subscription has a consumer of its own: the events they
+receive are decoded (and encoded for gRPC) once per process, not once per subscription.
 """
 
 from __future__ import annotations
 
 import threading
-from collections import deque
+from collections import OrderedDict, deque
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
@@ -28,6 +32,14 @@ class StoredEvent:
     event: event_pb2.Event
     # Its serialized size in bytes, as stored.
     size: int
+    # What a Subscribe stream sends for it, encoded by the first subscriber that sends it and the same
+    # bytes for every other (wire/telemetry.py `stream_event_bytes`): a write reaching a hundred subscribers
+    # is encoded once.
+    wire: bytes | None = field(default=None, compare=False, repr=False)
+
+    def keep_wire(self, data: bytes) -> bytes:
+        object.__setattr__(self, "wire", data)
+        return data
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,3 +114,22 @@ def _matches(where: StreamFilter, event: event_pb2.Event) -> bool:
     return (not where.run_id or event.run_id == where.run_id) and (
         not where.agent_id or event.agent_id == where.agent_id
     )
+
+
+class Decoded:
+    """The newest events received, by cursor, decoded once for every subscription that receives them (a
+    cursor whose bytes differ, as after the stream was made anew, is decoded again)."""
+
+    def __init__(self, capacity: int = 4096) -> None:
+        self._held: OrderedDict[int, tuple[bytes, StoredEvent]] = OrderedDict()
+        self._capacity = capacity
+
+    def get(self, cursor: int, payload: bytes) -> StoredEvent:
+        held = self._held.get(cursor)
+        if held is not None and held[0] == payload:
+            return held[1]
+        stored = StoredEvent(cursor, event_pb2.Event.FromString(payload), len(payload))
+        self._held[cursor] = (payload, stored)
+        if len(self._held) > self._capacity:
+            self._held.popitem(last=False)
+        return stored

@@ -100,6 +100,9 @@ class TelemetryRepository:
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
+        self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
+        self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
+        self._meta_writes: dict[tuple[bool, int, int], Any] = {}
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
@@ -109,11 +112,12 @@ class TelemetryRepository:
             count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
             return int(count), int(size or 0)
 
-    def _load_stored(self, conn: Connection) -> tuple[int, int]:
+    def _load_stored(self, conn: Connection, extra: list[str]) -> tuple[int, int]:
         """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
-        made before them)."""
-        keys = _meta.c.key.in_([STORED, STORED_BYTES])
+        made before them); the `extra` keys read with them go to `self._read_meta`."""
+        keys = _meta.c.key.in_([STORED, STORED_BYTES, *extra])
         rows: dict[str, int] = dict(conn.execute(select(_meta.c.key, _meta.c.value).where(keys)).all())
+        self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES])
         count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
@@ -124,20 +128,25 @@ class TelemetryRepository:
     # ---- writes -------------------------------------------------------------------------------------
 
     @contextmanager
-    def _writing(self) -> Iterator[Connection]:
+    def _writing(self, origin: str = "") -> Iterator[Connection]:
+        """One write under the lock. With `origin`, its position (tel_meta `origin/<origin>`) is read with the
+        counts into `self._read_meta`, and a raise of it put in `self._raises` is written with them: one
+        read and one write of tel_meta per ingest."""
         with self._lock:
-            self._pending, self._pending_pruned = [], 0
+            self._pending, self._pending_pruned, self._raises = [], 0, {}
             stored, stored_bytes = self._stored, self._stored_bytes
             try:
                 with self.engine.begin() as conn:
                     if self._shared:
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
-                        self._stored, self._stored_bytes = stored, stored_bytes = self._load_stored(conn)
+                        extra = [f"origin/{origin}"] if origin else []
+                        stored, stored_bytes = self._load_stored(conn, extra)
+                        self._stored, self._stored_bytes = stored, stored_bytes
                     yield conn
                     self._prune(conn)
-                    if self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes):
-                        self._set_meta(conn, STORED, self._stored)
-                        self._set_meta(conn, STORED_BYTES, self._stored_bytes)
+                    counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
+                    moved = self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes)
+                    self._write_meta(conn, counts if moved else {}, self._raises)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
@@ -179,15 +188,16 @@ class TelemetryRepository:
             return 0
 
         def attempt() -> int:
-            with self._writing() as conn:
-                highest = self._highest.get(origin)
-                if highest is None or self._shared:
-                    highest = _meta_value(conn, f"origin/{origin}")
+            key = f"origin/{origin}"
+            with self._writing(origin) as conn:
+                highest = self._read_meta[key] if self._shared else self._highest.get(origin)
+                if highest is None:
+                    highest = _meta_value(conn, key)
                 fresh = [ev for ev in events if ev.origin_seq > highest]
                 inserted = self._insert(conn, fresh) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 now = max(highest, *(ev.origin_seq for ev in events))
-                self._raise_meta(conn, f"origin/{origin}", now)
+                self._raises[key] = now  # written with the counts, when the write ends
             self._highest[origin] = now  # committed
             return inserted
 
@@ -254,25 +264,25 @@ class TelemetryRepository:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
         payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
         now = int(time.time())
+        rows_in = [
+            {
+                "origin": ev.origin,
+                "origin_seq": ev.origin_seq,
+                "run_id": ev.run_id,
+                "agent_id": ev.agent_id,
+                "payload": payload,
+                "stored_at": now,
+            }
+            for ev, payload in payloads.values()
+        ]
+        # The rows go as parameters, apart from the statement, so it is compiled once (SQLAlchemy's
+        # "insertmanyvalues" still sends them as one INSERT).
         stmt = (
             dialect.insert(_events)
-            .values(
-                [
-                    {
-                        "origin": ev.origin,
-                        "origin_seq": ev.origin_seq,
-                        "run_id": ev.run_id,
-                        "agent_id": ev.agent_id,
-                        "payload": payload,
-                        "stored_at": now,
-                    }
-                    for ev, payload in payloads.values()
-                ]
-            )
             .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
             .returning(_events.c.cursor, _events.c.origin, _events.c.origin_seq)
         )
-        rows = conn.execute(stmt).all()
+        rows = conn.execute(stmt, rows_in).all()
         for r in rows:
             ev, payload = payloads[(r.origin, r.origin_seq)]
             self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
@@ -332,6 +342,27 @@ class TelemetryRepository:
                 self._raise_meta(conn, f"origin/{origin}", origin_seq)
 
         retrying(attempt, self.retries)
+
+    def _write_meta(self, conn: Connection, sets: dict[str, int], raises: dict[str, int]) -> None:
+        """In one statement: the `sets` keys to their value, the `raises` keys to at least theirs."""
+        if not sets and not raises:
+            return
+        postgres = conn.dialect.name == "postgresql"
+        shape = (postgres, len(sets), len(raises))
+        if shape not in self._meta_writes:  # a plain statement per shape: nothing to compile per write
+            rows = ", ".join(f"(:k{i}, :v{i})" for i in range(len(sets) + len(raises)))
+            raised = ", ".join(f":k{i}" for i in range(len(sets), len(sets) + len(raises)))
+            larger = "greatest" if postgres else "max"  # scalar max on SQLite
+            update = (f"CASE WHEN tel_meta.key IN ({raised}) THEN {larger}(tel_meta.value, excluded.value) "
+                     "ELSE excluded.value END") if raises else "excluded.value"  # fmt: skip
+            self._meta_writes[shape] = text(
+                f"INSERT INTO tel_meta (key, value) VALUES {rows} "
+                f"ON CONFLICT (key) DO UPDATE SET value = {update}"
+            )
+        params: dict[str, Any] = {}
+        for i, (key, value) in enumerate([*sets.items(), *raises.items()]):
+            params[f"k{i}"], params[f"v{i}"] = key, value
+        conn.execute(self._meta_writes[shape], params)
 
     def _set_meta(self, conn: Connection, key: str, value: int) -> None:
         dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite

@@ -15,7 +15,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
-from tests.harness import NO_POSTGRES, POSTGRES_URL
+from tests.harness.backends import NO_POSTGRES, POSTGRES_URL
 
 LOCAL_NATS = "nats://127.0.0.1:4222"
 

@@ -28,9 +28,8 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tpb_tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2 as tpb
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc
-from tests.harness import Suite, stubs
-from tests.registry.builders import edge, fsm, module, profile
-from tests.telemetry.rig import Subscription
+from tests.harness import Subscription, Suite, stubs
+from tests.harness.registry import edge, fsm, module, profile
 
 S = common_pb2
 RPC_SECONDS = 30

@@ -1,19 +1,12 @@
-"""Builders and readers shared by the Registry tests: requests in the seed's words, refusals unpacked."""
+"""Builders and readers the Registry tests (and others) share: requests in the seed's words, runs, rosters."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import grpc
-import pytest
-from google.rpc import error_details_pb2  # type: ignore[import-untyped, unused-ignore]
-from grpc_status import rpc_status
 
 from ggmodules.common.v1 import common_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
-from tests.harness import status_of
 
 SIX = ("history", "memories", "tasks", "board", "skills", "archive")
 KIND_WORD = {
@@ -103,24 +96,6 @@ def rows(instance: registry_pb2.Instance) -> dict[str, common_pb2.RosterRow]:
 
 def store_ids(instance: registry_pb2.Instance) -> dict[str, str]:
     return {word: r.store_id for word, r in rows(instance).items()}
-
-
-class Refusal:
-    def __init__(self, err: grpc.RpcError) -> None:
-        self.code, self.reason = status_of(err)
-        self.message: str = err.details()
-        self.violations: list[tuple[str, str]] = []
-        status = rpc_status.from_call(err)
-        for detail in status.details if status is not None else ():
-            bad = error_details_pb2.BadRequest()
-            if detail.Unpack(bad):
-                self.violations = [(v.field, v.description) for v in bad.field_violations]
-
-
-def refused(call: Callable[..., Any], request: Any) -> Refusal:
-    with pytest.raises(grpc.RpcError) as caught:
-        call(request)
-    return Refusal(caught.value)
 
 
 def all_run_ids(registry: Any) -> list[str]:

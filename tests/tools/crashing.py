@@ -1,4 +1,4 @@
-"""The Transfer service with a crash point, for the crash tests: `python -m tests.transfer.crashing transfer
+"""The Transfer service with a crash point, for the crash tests: `python -m tests.tools.crashing transfer
 [flags]` runs it as `ggmodules transfer [flags]` does, and with GGMODULES_TRANSFER_CRASH_AFTER_STEP=N in its
 environment the process kills itself (SIGKILL) when a transfer reaches crash point N (core.transfer.saga:
 0 asked, 1 planned and reserved in Registry but not yet journaled, 2 reserved, 3 handed over, 4 completed,
@@ -14,7 +14,7 @@ import sys
 
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 # ServiceProcess(..., launcher=LAUNCHER) starts the service through this module.
-LAUNCHER = "tests.transfer.crashing"
+LAUNCHER = "tests.tools.crashing"
 
 
 def crash_at(step: int | None) -> None:
@@ -33,6 +33,6 @@ def crash_at(step: int | None) -> None:
 
 if __name__ == "__main__":
     if sys.argv[1:2] != ["transfer"]:
-        sys.exit("usage: python -m tests.transfer.crashing transfer [flags]")
+        sys.exit("usage: python -m tests.tools.crashing transfer [flags]")
     value = os.environ.get(CRASH, "").strip()
     crash_at(int(value) if value else None)

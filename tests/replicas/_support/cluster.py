@@ -27,8 +27,8 @@ from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
 from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, status_of, stubs
-from tests.load.crowd import ABORTED_RETRIES, Tally
-from tests.transfer.crashing import LAUNCHER
+from tests.harness.crowd import ABORTED_RETRIES, Tally
+from tests.tools.crashing import LAUNCHER
 
 NATS_URL = "nats://127.0.0.1:4222"
 # Short enough that a dead replica's transfer is taken over quickly; renewed every third of it.
@@ -170,7 +170,7 @@ class Cluster:
 
 
 def ask_failing_over(tally: Tally, method: Callable[..., Any], request: Any) -> Any | None:
-    """As tests.load.crowd.ask, and an UNAVAILABLE answer (the replica died mid-call) is sent again with the
+    """As harness.crowd.ask, and an UNAVAILABLE answer (the replica died mid-call) is sent again with the
     same request id: the channel's other replica takes it."""
     path = getattr(method, "_method", b"")  # bytes on a plain channel, str through an interceptor
     name = (path.decode() if isinstance(path, bytes) else path).rsplit("/", 1)[-1] or type(request).__name__

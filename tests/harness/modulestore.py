@@ -6,11 +6,8 @@ would (to see it refused)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-
-import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
@@ -21,7 +18,6 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
 from ggmodules.wire.registry import bind_request, roster_from_proto
-from tests.harness import status_of
 
 Stub = svc_grpc.ModuleStoreServiceStub
 KINDS = [c.KIND_HISTORY, c.KIND_MEMORIES, c.KIND_TASKS, c.KIND_BOARD, c.KIND_SKILLS, c.KIND_ARCHIVE]
@@ -208,11 +204,18 @@ def shape(stream: list[event_pb2.Event]) -> list[tuple[str, str]]:
     return [(ev.WhichOneof("body") or "", ev.store_id) for ev in stream]
 
 
-def refusal(call: Callable[[], object]) -> tuple[grpc.StatusCode, str, str]:
-    """Calls `call`, expecting a refusal; its code, ErrorInfo reason and message."""
-    try:
-        call()
-    except grpc.RpcError as err:
-        code, reason = status_of(err)
-        return code, reason, err.details() or ""  # type: ignore[attr-defined]
-    raise AssertionError("the call was expected to be refused")
+def archive(stub: Stub, agent: Agent, title: str, *contents: str) -> int:
+    body = svc.ArchiveThread(title=title, messages=messages(*contents))
+    return write(stub, agent, c.KIND_ARCHIVE, archive_thread=body).thread_id
+
+
+def search(stub: Stub, agent: Agent, query: str, **kw: object) -> svc.SearchArchiveResponse:
+    request = svc.SearchArchiveRequest(
+        run_id=agent.run_id, agent_id=agent.agent_id, store_id=agent[c.KIND_ARCHIVE], query=query, **kw
+    )  # type: ignore[arg-type]
+    response: svc.SearchArchiveResponse = stub.SearchArchive(request)
+    return response
+
+
+def titles(response: svc.SearchArchiveResponse) -> list[str]:
+    return [t.title for t in response.threads]

@@ -9,7 +9,7 @@ import re
 from ggmodules.cli.console import read_views
 from ggmodules.cli.console_text import render_text
 from ggmodules.core.kinds import Kind
-from tests.console.runs import Run
+from tests.harness.console import Run
 
 BADGES = ("agent-scoped", "per instance", "handed on", "run-global", "split")
 # The tree's guides, four characters a level: "├── ", "└── ", "│   ", "    ".

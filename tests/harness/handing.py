@@ -14,7 +14,7 @@ from ggmodules.core.transfer.plan import Edge, Sides, TransferPlan, plan_exec, p
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.wire.transfer import handover_request
-from tests.modulestore.plans import KINDS, Agent, Stub
+from tests.harness.modulestore import KINDS, Agent, Stub
 
 
 def carry(kind: int, **binding: object) -> svc.HandoverKind:

@@ -1,6 +1,6 @@
 # ruff: noqa: E501
 """Hand mutations, one or more per rule: each breaks the rule in the production code and names the tests that
-must then fail. `python -m tests.mutants [ID ...]` applies each mutation in turn, runs its tests on SQLite,
+must then fail. `python -m tests.tools.mutants [ID ...]` applies each mutation in turn, runs its tests on SQLite,
 restores the file and reports whether its tests caught it (killed, naming each test that failed) or not
 (survived).
 
@@ -17,7 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 SRC = "services/ggmodules/"
 
 
@@ -137,7 +137,7 @@ MUTANTS = [
     M("caps-repointed-when-shared", "R22", "core/modules/handover.py",
       "return wanted if sole_holder else current", "return wanted",
       ("tests/modulestore/test_handover_rules.py::test_r22_a_store_with_other_holders_keeps_its_caps",
-       "tests/transfer/test_rules.py::test_r22_caps_are_re_pointed_only_for_the_sole_holder")),
+       "tests/transfer/test_rules_carried.py::test_r22_caps_are_re_pointed_only_for_the_sole_holder")),
     M("over-cap-adds-allowed", "R23", "core/modules/caps.py", "if limit and after > limit and after > before:",
       "if limit and after > limit and before < limit:",
       ("tests/modulestore/test_caps.py::test_r23_contents_over_a_tighter_cap_are_kept_and_the_next_addition_refused",)),
@@ -192,7 +192,7 @@ MUTANTS = [
       "            spec.scope is MemoryScope.AGENT\n            and held.origin in SHARED_ORIGINS",
       "            False\n            and held.origin in SHARED_ORIGINS",
       ("tests/transfer/test_plan.py::test_r35_shared_memories_re_point_to_the_successor_profiles_own_store",
-       "tests/transfer/test_rules.py::test_r35_store_ids_are_carried_and_a_shared_memories_binding_reports_the_profiles_store")),
+       "tests/transfer/test_rules_runs.py::test_r35_store_ids_are_carried_and_a_shared_memories_binding_reports_the_profiles_store")),
     M("agent-rebound", "R36", "storage/modulestore/binding.py",
       "    if agent_exists(conn, plan.run_id, plan.agent_id):\n        raise AlreadyExists(",
       "    if False:\n        raise AlreadyExists(",

@@ -1,5 +1,5 @@
-"""Transfer rules by name (R21-R24, R26, R27, R30-R31, R35, R36, the run's board) and its refusals, over the
-real services."""
+"""Transfer rules by name, what a transfer does to the run (R26, R27, R30-R31, R35, R36, the run's board) and
+its refusals, over the real services."""
 
 from __future__ import annotations
 
@@ -8,14 +8,14 @@ from typing import Any
 import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
-from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
-from tests.harness import credit
-from tests.registry.builders import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
-from tests.transfer.flows import (
+from tests.harness import assert_refused, credit, refused
+from tests.harness.registry import create_run, edge, fsm, full_profile, module, open_instance, profile, rows
+from tests.harness.transfers import (
+    PLANNING,
     events_after,
     exec_,
     exec_kept_state_unchecked,
@@ -26,146 +26,10 @@ from tests.transfer.flows import (
     markers,
     outcomes,
     put,
-    refused,
     run_status,
     store,
     transition,
 )
-
-PAD, INDEX = c.MEMORY_STRATEGY_SCRATCHPAD, c.MEMORY_STRATEGY_MARKDOWN_INDEX
-PLANNING = fsm(
-    "plan",
-    {"plan": "planner", "code": "coder"},
-    edge("plan", "code", "history", "tasks"),
-)
-
-
-def _caps(modulestore: Any, run_id: str, store_id: str) -> tuple[int, int]:
-    page = modulestore.ListStores(svc.ListStoresRequest(run_id=run_id, page_size=500))
-    found = next(s for s in page.stores if s.store_id == store_id)
-    return found.caps.max_items, found.caps.max_bytes
-
-
-def _write(modulestore: Any, inst: registry_pb2.Instance, word: str, **op: Any) -> svc.WriteResponse:
-    request = svc.WriteRequest(
-        run_id=inst.run_id, agent_id=inst.agent_id, store_id=rows(inst)[word].store_id, **op
-    )
-    response: svc.WriteResponse = modulestore.Write(request)
-    return response
-
-
-def test_r21_carried_module_takes_the_receiving_profiles_caps_and_mode(
-    registry: Any, modulestore: Any, transfer: Any
-) -> None:
-    reviewer = profile("reviewer", tasks=module(read_only=True, caps={"max_items": 9, "max_bytes": 9000}))
-    run = create_run(registry, full_profile("planner"), reviewer)
-    planner = open_instance(registry, run.run_id, "planner")
-    put(modulestore, planner, "tasks", "write the spec")
-
-    done = exec_(transfer, run.run_id, planner.agent_id, "reviewer")
-
-    successor = instance(registry, run.run_id, done.successor_agent_id)
-    tasks = rows(successor)["tasks"]
-    assert (tasks.store_id, tasks.may_write) == (rows(planner)["tasks"].store_id, False)
-    assert _caps(modulestore, run.run_id, tasks.store_id) == (9, 9000)
-    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "sneak one in"))
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "READ_ONLY")
-
-
-def test_r21_memory_strategy_mismatch_is_reinitialized_and_the_note_says_why(
-    registry: Any, modulestore: Any, transfer: Any
-) -> None:
-    run = create_run(registry, full_profile("planner", strategy=PAD), full_profile("coder", strategy=INDEX))
-    planner = open_instance(registry, run.run_id, "planner")
-    put(modulestore, planner, "memories", "remember the milk")
-
-    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
-
-    outcome, before, after = outcomes(done)["memories"]
-    assert (outcome, before) == ("reinitialized", rows(planner)["memories"].store_id)
-    assert after != before
-    assert (
-        f"memories were re-initialized: {planner.agent_id} kept a scratchpad and profile coder keeps a "
-        "markdown index, and a scratchpad cannot be read as a markdown index"
-    ) in done.opening_note
-    note = next(o.note for o in done.outcomes if o.kind == c.KIND_MEMORIES)
-    assert "cannot be read as a markdown index" in note
-    fresh = store(modulestore, run.run_id, after, done.successor_agent_id).contents.memories
-    assert (fresh.strategy, list(fresh.entries)) == (INDEX, [])
-
-
-def test_r22_caps_are_re_pointed_only_for_the_sole_holder(
-    registry: Any, modulestore: Any, transfer: Any
-) -> None:
-    shared = full_profile("planner", scope=c.MEMORY_SCOPE_AGENT, caps={"max_items": 50})
-    coder = full_profile("coder", scope=c.MEMORY_SCOPE_INSTANCE, caps={"max_items": 2})
-    coder.modules["tasks"].caps.max_items = 3
-    run = create_run(registry, shared, coder)
-    planner = open_instance(registry, run.run_id, "planner")
-    other = open_instance(registry, run.run_id, "planner")  # a second holder of the profile's memories
-    memories, tasks = rows(planner)["memories"].store_id, rows(planner)["tasks"].store_id
-    assert rows(other)["memories"].store_id == memories
-
-    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
-
-    assert outcomes(done)["memories"] == ("carried", memories, memories)
-    assert _caps(modulestore, run.run_id, memories) == (50, 0)  # held with planner-1 too: its caps stay
-    assert _caps(modulestore, run.run_id, tasks) == (3, 0)  # the planner held it alone: re-pointed
-
-
-def test_r23_caps_tighten_forward_only(registry: Any, modulestore: Any, transfer: Any) -> None:
-    tight = full_profile("coder")
-    tight.modules["tasks"].caps.max_items = 2
-    run = create_run(registry, full_profile("planner"), tight)
-    planner = open_instance(registry, run.run_id, "planner")
-    for title in ("one", "two", "three"):
-        put(modulestore, planner, "tasks", title)
-
-    done = exec_(transfer, run.run_id, planner.agent_id, "coder")
-
-    successor = instance(registry, run.run_id, done.successor_agent_id)
-    tasks = rows(successor)["tasks"].store_id
-    assert markers(store(modulestore, run.run_id, tasks, successor.agent_id).contents, "tasks") == [
-        "one",
-        "two",
-        "three",
-    ]
-    code, reason, _ = refused(lambda: put(modulestore, successor, "tasks", "four"))
-    assert (code, reason) == (grpc.StatusCode.RESOURCE_EXHAUSTED, "CAP_EXCEEDED")
-    assert len(store(modulestore, run.run_id, tasks, successor.agent_id).contents.tasks.tasks) == 3
-
-
-def test_r24_window_arrives_with_the_system_prompt_slot_empty(
-    registry: Any, modulestore: Any, transfer: Any
-) -> None:
-    run = create_run(registry, full_profile("planner"), full_profile("coder"), machine=PLANNING)
-    planner = open_instance(registry, run.run_id, "planner")
-    _write(modulestore, planner, "history", set_system_prompt=svc.SetSystemPrompt(text="you plan"))
-    for turn in range(3):
-        _write(
-            modulestore,
-            planner,
-            "history",
-            append_messages=svc.AppendMessages(
-                messages=[{"role": "user", "content": f"turn {turn}"}],
-                start_turn=True,
-            ),
-        )
-    window = rows(planner)["history"].store_id
-    before = store(modulestore, run.run_id, window, planner.agent_id).contents.history
-
-    done = transition(transfer, run.run_id, planner.agent_id, "code")
-
-    successor = instance(registry, run.run_id, done.successor_agent_id)
-    after = store(modulestore, run.run_id, window, successor.agent_id).contents.history
-    assert (after.system_prompt, after.system_prompt_set) == ("", False)
-    assert [m.content for m in after.messages] == [m.content for m in before.messages]
-    assert (after.turn, after.message_count) == (before.turn, before.message_count) == (3, 3)
-    _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="you code"))
-    code, reason, _ = refused(
-        lambda: _write(modulestore, successor, "history", set_system_prompt=svc.SetSystemPrompt(text="again"))
-    )
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "SYSTEM_PROMPT_ALREADY_SET")
 
 
 def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_error(
@@ -186,7 +50,7 @@ def test_r26_a_kind_the_predecessor_does_not_hold_ends_the_run_with_internal_err
     ask = tr.TransitionRequest(
         request_id="r26", run_id=run.run_id, agent_id=reviewer_0.agent_id, to_state="code"
     )
-    code, reason, message = refused(lambda: transfer.Transition(ask))
+    code, reason, _, message = refused(lambda: transfer.Transition(ask))
 
     assert (code, reason) == (grpc.StatusCode.INTERNAL, "RUN_INTERNAL_ERROR")
     assert "memories" in message and reviewer_0.agent_id in message
@@ -221,7 +85,7 @@ def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_befor
     ask = tr.ExecRequest(
         request_id="keeps-plan", run_id=run.run_id, agent_id=planner.agent_id, profile="reviewer"
     )
-    code, reason, message = refused(lambda: transfer.Exec(ask))
+    code, reason, _, message = refused(lambda: transfer.Exec(ask))
 
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
     assert "memories" in message and "'plan'" in message and "'code'" in message and "leave_fsm" in message
@@ -251,8 +115,10 @@ def test_r26_an_exec_whose_profile_cannot_take_its_states_edges_is_refused_befor
     left = exec_(transfer, run.run_id, other.agent_id, "reviewer", leave_fsm=True)
     outside = instance(registry, run.run_id, left.successor_agent_id)
     assert (outside.profile, outside.fsm_state) == ("reviewer", "")
-    code, reason, _ = refused(lambda: transition(transfer, run.run_id, outside.agent_id, "code"))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM")
+    assert_refused(
+        lambda: transition(transfer, run.run_id, outside.agent_id, "code"),
+        grpc.StatusCode.FAILED_PRECONDITION, "NOT_IN_FSM",
+    )
     assert run_status(registry, run.run_id).status == registry_pb2.RUN_STATUS_RUNNING
 
 
@@ -269,10 +135,10 @@ def test_r26_exec_checks_every_edge_out_of_the_state_and_counts_the_board_as_hel
                      machine=machine, board=True)
     planner = open_instance(registry, run.run_id, "planner")
 
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "bare"))
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "bare"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "EXEC_LACKS_EDGE_KINDS")
     assert "tasks and archive" in message and "'test'" in message and "board" not in message
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "lister"))
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "lister"))
     assert reason == "EXEC_LACKS_EDGE_KINDS" and "archive" in message and "tasks" not in message
     assert instance_ids(registry, run.run_id) == [planner.agent_id]
 
@@ -359,9 +225,11 @@ def test_r36_the_successor_is_a_new_agent_and_the_predecessors_roster_never_chan
     assert after.successor_agent_id == done.successor_agent_id
     successor = instance(registry, run.run_id, done.successor_agent_id)
     assert (successor.cause, successor.fsm_state, successor.profile) == ("transition", "code", "coder")
-    code, reason, _ = refused(lambda: put(modulestore, planner, "tasks", "late"))
-    assert (code, reason) == (grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON")
-    code, reason, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
+    assert_refused(
+        lambda: put(modulestore, planner, "tasks", "late"),
+        grpc.StatusCode.PERMISSION_DENIED, "HANDED_ON",
+    )
+    code, reason, _, message = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
     assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "HANDED_ON")
     assert done.successor_agent_id in message
 
@@ -406,15 +274,17 @@ def test_refusals_change_nothing(registry: Any, modulestore: Any, transfer: Any)
         (lambda: transition(transfer, run.run_id, planner.agent_id, ""), "INVALID_FIELD", "to_state"),
     ]
     for call, want, words in cases:
-        _, reason, message = refused(call)
+        _, reason, _, message = refused(call)
         assert reason == want, message
         assert words in message
 
     assert instance_ids(registry, run.run_id) == [planner.agent_id]
     assert events_after(modulestore, run.run_id, since) == []
     registry.FinishRun(reg.FinishRunRequest(run_id=run.run_id))
-    code, reason, _ = refused(lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"))
-    assert (code, reason) == (grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING")
+    assert_refused(
+        lambda: exec_(transfer, run.run_id, planner.agent_id, "coder"),
+        grpc.StatusCode.FAILED_PRECONDITION, "RUN_NOT_RUNNING",
+    )
     missing = tr.GetTransferRequest(run_id=run.run_id, transfer_id="transfer-0")
     assert refused(lambda: transfer.GetTransfer(missing))[:2] == (
         grpc.StatusCode.NOT_FOUND,

@@ -3,10 +3,7 @@ what a successor got (outcomes, roster, store contents, the outbox)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
-
-import grpc
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
@@ -19,8 +16,14 @@ from ggmodules.transfer.v1 import transfer_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.wire.registry import roster_from_proto
 from ggmodules.wire.transfer import handover_request, run_spec
-from tests.harness import status_of
-from tests.registry.builders import KIND_WORD, rows
+from tests.harness.registry import KIND_WORD, edge, fsm, rows
+
+# plan -> code, carrying history and tasks: the machine most transfer tests run.
+PLANNING = fsm(
+    "plan",
+    {"plan": "planner", "code": "coder"},
+    edge("plan", "code", "history", "tasks"),
+)
 
 KIND = {word: kind for kind, word in KIND_WORD.items()}
 OUTCOME = {
@@ -206,13 +209,3 @@ def events_after(modulestore: Any, run_id: str, after: int) -> list[event_pb2.Ev
 def shape(events: list[event_pb2.Event]) -> list[tuple[str, str, str]]:
     """(body, agent, store) per event."""
     return [(e.WhichOneof("body") or "", e.agent_id, e.store_id) for e in events]
-
-
-def refused(call: Callable[[], object]) -> tuple[grpc.StatusCode, str, str]:
-    """Calls `call`, expecting a refusal: its code, ErrorInfo reason and message."""
-    try:
-        call()
-    except grpc.RpcError as err:
-        code, reason = status_of(err)
-        return code, reason, err.details() or ""  # type: ignore[attr-defined]
-    raise AssertionError("the call was expected to be refused")

@@ -23,7 +23,7 @@ from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from tests.harness import status_of
-from tests.registry.builders import KIND_WORD
+from tests.harness.registry import KIND_WORD, create_run, edge, fsm, module, profile
 
 SIX = ("history", "memories", "tasks", "board", "skills", "archive")
 # Enough for any contention the services refuse after their own retries; a test fails on more.
@@ -217,3 +217,19 @@ def crowd(clients: Sequence[Client], work: Callable[[Client], None]) -> None:
         t.start()
     for t in threads:
         t.join()
+
+
+def crowd_run(registry: Any) -> str:
+    """A run of workers and reviewers sharing memories, tasks, skills and archive: the crowd's run."""
+    shared = {
+        "memories": module(strategy=c.MEMORY_STRATEGY_MARKDOWN_INDEX, scope=c.MEMORY_SCOPE_AGENT),
+        "tasks": module(),
+        "skills": module(skills_directory="shared"),
+        "archive": module(),
+    }
+    machine = fsm(
+        "work", {"work": "worker", "review": "reviewer"},
+        edge("work", "review", "history", "tasks"), edge("review", "work", "history", "tasks"),
+    )
+    run = create_run(registry, profile("worker", **shared), profile("reviewer", **shared), machine=machine)
+    return str(run.run_id)

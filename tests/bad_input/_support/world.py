@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 from google.protobuf.descriptor import MethodDescriptor
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2, status_pb2
+from google.rpc import status_pb2
 
 from ggmodules.core.kinds import KIND_WORDS
 from ggmodules.internal.v1 import modulestore_internal_service_pb2 as ms_internal
@@ -21,10 +20,10 @@ from ggmodules.registry.v1 import registry_service_pb2
 from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
-from tests.bad_input.requests import Pools
-from tests.harness import NONE, WALLET, Suite, stubs
-from tests.registry.builders import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
-from tests.transfer.flows import put_everything, transition
+from tests.bad_input._support.requests import Pools
+from tests.harness import NONE, WALLET, Suite, rich_status, stubs
+from tests.harness.registry import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
+from tests.harness.transfers import put_everything, transition
 
 SERVICES = {
     "registry": registry_service_pb2.DESCRIPTOR.services_by_name["RegistryService"],
@@ -133,18 +132,3 @@ class World:
         except grpc.RpcError as err:
             return err.code(), rich_status(err)
         return grpc.StatusCode.OK, None
-
-
-def rich_status(err: Any) -> status_pb2.Status | None:
-    for key, value in err.trailing_metadata() or ():
-        if key == "grpc-status-details-bin":
-            return status_pb2.Status.FromString(value)
-    return None
-
-
-def error_info(status: status_pb2.Status | None) -> error_details_pb2.ErrorInfo | None:
-    for detail in status.details if status is not None else ():
-        info = error_details_pb2.ErrorInfo()
-        if detail.Unpack(info):
-            return info
-    return None

@@ -1,0 +1,1 @@
+"""Helpers this folder's tests share (not collected: no test_ prefix)."""
