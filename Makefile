@@ -7,6 +7,7 @@ STAMP  := $(VENV)/.installed
 TS_CLIENT := clients/typescript/node_modules/.installed
 PROTOS := $(shell find protos -name '*.proto' | sort)
 SERVICE_PROTOS := $(filter %_service.proto,$(PROTOS))
+GOOGLE_PROTOS := clients/typescript/proto
 
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
@@ -37,10 +38,12 @@ gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	$(MAKE) --no-print-directory gen-into OUT=protos
 	$(BUF) generate
 
+# google/rpc/status.proto is read from the TypeScript client's vendored copy; its Python code is
+# googleapis-common-protos' (a dependency), so none is generated for it here.
 gen-into:
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos -I $(GOOGLE_PROTOS) \
 	  --python_out=$(OUT) --mypy_out=quiet:$(OUT) $(PROTOS)
-	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos \
+	PATH="$(abspath $(VENV))/bin:$$PATH" $(PY) -m grpc_tools.protoc -I protos -I $(GOOGLE_PROTOS) \
 	  --grpc_python_out=$(OUT) --mypy_grpc_out=quiet:$(OUT) $(SERVICE_PROTOS)
 
 # Fails when the generated code in the tree (Python and TypeScript) differs from what `make gen` would write.
@@ -65,17 +68,17 @@ structure: $(STAMP)
 # The contract gate: the protos may not break the released contract, a committed image of it
 # (protos/released.binpb; rules FILE, buf.yaml). Run by `make lint`, hence by .ci/run.
 contract: setup
-	$(BUF) breaking --against protos/released.binpb
+	$(BUF) breaking protos --against protos/released.binpb
 
 # Deliberately moves the released contract to the protos as they are now. Run it in the same commit as
 # a documented break (README, "The contract gate"), or at a release so later changes are judged
 # against what was released; never just to turn `make contract` green.
 release-contract: setup
-	$(BUF) build --exclude-source-info -o protos/released.binpb
+	$(BUF) build protos --exclude-source-info -o protos/released.binpb
 
 # Against main's contracts once they have landed (run from a branch).
 breaking: setup
-	$(BUF) breaking --against '.git#branch=main'
+	$(BUF) breaking protos --against '.git#branch=main,subdir=protos'
 
 # PostgreSQL too when GGMODULES_TEST_POSTGRES_URL is set or a local server answers at 127.0.0.1:5432
 # (tests/tools/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.

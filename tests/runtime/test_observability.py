@@ -246,3 +246,16 @@ def test_the_flags_turn_traces_and_metrics_on_in_a_service_process(tmp_path: Pat
     log = service.log_text()
     assert '"name": "/ggmodules.registry.v1.RegistryService/ListRuns"' in log
     assert '"service.name": "ggmodules-registry"' in log
+
+
+def test_an_open_write_session_is_counted_and_its_end_recorded(observed: Observed) -> None:
+    session = "/ggmodules.modulestore.v1.ModuleStoreService/Session"
+    assert observed.modulestore.running.metrics is not None
+    address = observed.modulestore.running.metrics.address
+    with observed.client() as gg:
+        run = gg.create_run("metrics-session", [Profile("planner")])
+        agent = gg.open_instance(run.id, "planner")
+        with agent.session() as s:
+            s.history.append("user", "counted")  # answered: the stream is open on the server
+            assert _value(_scrape(address), "ggmodules_subscribers", method=session) == 1
+    assert _value(_scrape(address), "ggmodules_rpc_requests_total", method=session, code="OK") >= 1

@@ -14,6 +14,7 @@
 """
 
 from ggmodules.sdk.agent import Agent, AsyncAgent
+from ggmodules.sdk.aio_session import AsyncWriteSession
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.contents import (
@@ -112,6 +113,7 @@ from ggmodules.sdk.results import (
     Transfer,
     WriteResult,
 )
+from ggmodules.sdk.session import Ack, WriteSession
 from ggmodules.sdk.stream import AsyncSubscription, Reconnect, Subscription
 from ggmodules.sdk.words import (
     IssueStatus,
@@ -129,6 +131,7 @@ from ggmodules.sdk.words import (
 
 __all__ = [
     "NO_RETRY",
+    "Ack",
     "AckBeyondHeadError",
     "Agent",
     "AgentMismatchError",
@@ -140,6 +143,7 @@ __all__ = [
     "AsyncAgent",
     "AsyncClient",
     "AsyncSubscription",
+    "AsyncWriteSession",
     "Block",
     "BoardContents",
     "BoardHandle",
@@ -240,6 +244,7 @@ __all__ = [
     "UnknownToolError",
     "Violation",
     "WriteResult",
+    "WriteSession",
     "WrongKindError",
     "WrongRunError",
 ]

@@ -12,7 +12,7 @@ Also the RPC-method kinds that hand back an agent (`opens`, `transfers`), used h
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Any, Concatenate, ParamSpec, Self, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, overload
 
 import grpc
 
@@ -33,6 +33,10 @@ from ggmodules.sdk.handles import (
 from ggmodules.sdk.plans import ModuleRef, Plan
 from ggmodules.sdk.results import Instance, RosterRow, Transfer
 from ggmodules.sdk.words import Kind
+
+if TYPE_CHECKING:
+    from ggmodules.sdk.aio_session import AsyncWriteSession
+    from ggmodules.sdk.session import WriteSession
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -173,6 +177,18 @@ class _Agent(Bound[M]):
 class Agent(_Agent[Sync]):
     """An agent whose calls return their results."""
 
+    def session(self) -> WriteSession:
+        """This agent with its writes sent on one ModuleStore `Session` stream (ggmodules.sdk.session):
+        `with agent.session() as s: s.history.append(...)`."""
+        found: WriteSession = self._transport.session(self.instance)
+        return found
+
 
 class AsyncAgent(_Agent[Async]):
     """An agent whose calls return awaitables."""
+
+    def session(self) -> AsyncWriteSession:
+        """This agent with its writes sent on one ModuleStore `Session` stream (ggmodules.sdk.aio_session):
+        `async with agent.session() as s: await s.history.append(...)`."""
+        found: AsyncWriteSession = self._transport.session(self.instance)
+        return found

@@ -9,7 +9,9 @@ import grpc
 from google.rpc import status_pb2
 from grpc_status import rpc_status
 
+from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.sdk.agent import AsyncAgent
+from ggmodules.sdk.aio_session import AsyncWriteSession
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.credentials import Wallet
@@ -53,6 +55,16 @@ class AsyncTransport(TransportBase):
 
     def agent(self, instance: Instance) -> AsyncAgent:
         return AsyncAgent(self, instance)
+
+    def session(self, instance: Instance) -> AsyncWriteSession:
+        return AsyncWriteSession(self, instance)
+
+    def open_session(self, run_id: str, agent_id: str) -> Any:
+        """A ModuleStore write Session carrying the agent's credential (a grpc.aio stream-stream call: write,
+        read, done_writing); no deadline."""
+        acting = modulestore_service_pb2.WriteRequest(run_id=run_id, agent_id=agent_id)
+        stub = self._channels.get().stub("modulestore", None)
+        return stub.Session(metadata=self._stream_metadata("Write", acting, ()))
 
     def run(self, plan: Plan[T]) -> Awaitable[T]:
         return self._run(plan)

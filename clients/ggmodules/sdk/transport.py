@@ -10,6 +10,7 @@ import grpc
 from google.rpc import status_pb2
 from grpc_status import rpc_status
 
+from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.sdk.agent import Agent
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
@@ -17,6 +18,7 @@ from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
+from ggmodules.sdk.session import WriteSession
 
 T = TypeVar("T")
 
@@ -39,6 +41,16 @@ class SyncTransport(TransportBase):
 
     def agent(self, instance: Instance) -> Agent:
         return Agent(self, instance)
+
+    def session(self, instance: Instance) -> WriteSession:
+        return WriteSession(self, instance)
+
+    def open_session(self, requests: Iterator[Any], run_id: str, agent_id: str) -> Any:
+        """A ModuleStore write Session carrying the agent's credential: an iterator of answers that is also
+        the call (`cancel()`); no deadline (it lasts as long as the agent keeps it)."""
+        acting = modulestore_service_pb2.WriteRequest(run_id=run_id, agent_id=agent_id)
+        stub = self._stubs.stub("modulestore", None)
+        return stub.Session(requests, metadata=self._stream_metadata("Write", acting, ()))
 
     def run(self, plan: Plan[T]) -> T:
         method = self._stubs.method(plan, self._config.retry)

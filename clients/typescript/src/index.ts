@@ -257,7 +257,8 @@ function credentialsInterceptor(credentials: Credentials): Interceptor {
     const field = ACTING_FIELD[req.method.name];
     const acting = field && typeof message[field] === "string" ? (message[field] as string) : "";
     const credential = credentials.for(runId, acting);
-    if (credential) req.header.set("authorization", `Bearer ${credential}`);
+    // A stream names no agent in a request: its caller sets the credential (a write session, session.ts).
+    if (credential && !req.header.has("authorization")) req.header.set("authorization", `Bearer ${credential}`);
     const res = await next(req);
     if (!res.stream) credentials.learn(res.message as unknown as Record<string, unknown>);
     return res;

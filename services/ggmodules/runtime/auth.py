@@ -7,6 +7,9 @@ SQL, so its refusals take the same path to a status as every other refusal:
 - a role the RPC does not admit: PERMISSION_DENIED ROLE_NOT_PERMITTED (`role`, `allowed` in the metadata);
 - a run-scoped credential naming another run: PERMISSION_DENIED WRONG_RUN;
 - an agent credential whose request names another acting agent: PERMISSION_DENIED AGENT_MISMATCH.
+A client stream (ModuleStore's write Session) is admitted in two steps: its credential and role when it
+opens (`open`: a refusal ends the stream), then each message's run and acting agent (`check_message`: a
+refusal answers that message alone).
 An RPC missing from the table is refused to everybody (a new RPC is closed until it is given a rule).
 
 The verified principal is kept in a context variable for the handler (`current_principal()`): Registry
@@ -75,6 +78,9 @@ RULES: Mapping[str, Rule] = {
     _REG + "ListInstances": Rule(READERS),
     # ModuleStore: an agent writes, reads its prompt and calls tools as itself; reads are open to the run.
     _MS + "Write": Rule(AGENT, agent_field="agent_id"),
+    # A write session: the credential is checked at open, and every message against it (its write's run and
+    # acting agent).
+    _MS + "Session": Rule(AGENT, agent_field="write.agent_id", run_field="write.run_id"),
     _MS + "CallTool": Rule(AGENT, agent_field="agent_id"),
     _MS + "RenderPrompt": Rule(AGENT, agent_field="agent_id"),
     _MS + "SearchArchive": Rule(AGENT, agent_field="agent_id"),
@@ -147,9 +153,27 @@ class Guard:
         caller when it has been verified already (`principal`)."""
         if who is None:
             who = self.principal(metadata)
+        _require_acting(rule, request)
+        self._check_role(method, rule, who)
+        _check_scope(rule, who, request)
+        return who
+
+    def open(self, method: str, rule: Rule, metadata: Mapping[str, Any]) -> Principal:
+        """A client stream's caller, checked once when the stream opens: its credential and role. Each
+        message is then held to the rule by `check_message`."""
+        who = self.principal(metadata)
+        self._check_role(method, rule, who)
+        return who
+
+    @staticmethod
+    def check_message(rule: Rule, who: Principal, request: Any) -> None:
+        """One message of a client stream opened by `who`: it must name the credential's run and agent."""
+        _require_acting(rule, request)
+        _check_scope(rule, who, request)
+
+    @staticmethod
+    def _check_role(method: str, rule: Rule, who: Principal) -> None:
         name = method.rsplit("/", 1)[-1]
-        if rule.roles == AGENT and rule.agent_field and not getattr(request, rule.agent_field, ""):
-            raise missing(rule.agent_field)  # who acts is the first thing an agent's call says
         if who.role not in rule.roles:
             raise PermissionDenied(
                 f"{name} may not be called with a {who.role.value} credential; it needs one of: "
@@ -164,26 +188,41 @@ class Guard:
                 reason=Reason.WRONG_RUN,
                 metadata={"method": name, "credential_run_id": who.run_id},
             )
-        if rule.run_field and not who.every_run:
-            run_id = getattr(request, rule.run_field, "")
-            if run_id != who.run_id and (run_id or not rule.unscoped_ok):
-                asked = f"run {run_id}" if run_id else "every run"
-                raise PermissionDenied(
-                    f"this credential opens run {who.run_id} only, not {asked}",
-                    reason=Reason.WRONG_RUN,
-                    metadata={"run_id": run_id, "credential_run_id": who.run_id},
-                )
-        if rule.agent_field and who.role is Role.AGENT:
-            acting = getattr(request, rule.agent_field, "")
-            if acting and acting != who.subject:
-                raise PermissionDenied(
-                    f"the request's {rule.agent_field} is {acting[:128]} but its credential is agent "
-                    f"{who.subject}; an agent acts only as itself (use {acting[:128]}'s own credential)",
-                    reason=Reason.AGENT_MISMATCH,
-                    metadata={"field": rule.agent_field, "agent_id": acting[:128],
-                              "credential_agent_id": who.subject},
-                )
-        return who
+
+
+def _field(request: Any, path: str) -> Any:
+    """A request field by name; a dotted name reads into a message field (`write.agent_id`)."""
+    value = request
+    for name in path.split("."):
+        value = getattr(value, name, "")
+    return value
+
+
+def _require_acting(rule: Rule, request: Any) -> None:
+    if rule.roles == AGENT and rule.agent_field and not _field(request, rule.agent_field):
+        raise missing(rule.agent_field)  # who acts is the first thing an agent's call says
+
+
+def _check_scope(rule: Rule, who: Principal, request: Any) -> None:
+    if rule.run_field and not who.every_run:
+        run_id = _field(request, rule.run_field)
+        if run_id != who.run_id and (run_id or not rule.unscoped_ok):
+            asked = f"run {run_id}" if run_id else "every run"
+            raise PermissionDenied(
+                f"this credential opens run {who.run_id} only, not {asked}",
+                reason=Reason.WRONG_RUN,
+                metadata={"run_id": run_id, "credential_run_id": who.run_id},
+            )
+    if rule.agent_field and who.role is Role.AGENT:
+        acting = _field(request, rule.agent_field)
+        if acting and acting != who.subject:
+            raise PermissionDenied(
+                f"the request's {rule.agent_field} is {acting[:128]} but its credential is agent "
+                f"{who.subject}; an agent acts only as itself (use {acting[:128]}'s own credential)",
+                reason=Reason.AGENT_MISMATCH,
+                metadata={"field": rule.agent_field, "agent_id": acting[:128],
+                          "credential_agent_id": who.subject},
+            )
 
 
 def bind_principal(who: Principal | None) -> contextvars.Token[Principal | None]:

@@ -49,6 +49,12 @@ _LONG_RUN = re.compile(rf"\S{{{QUOTE_CHARS + 1},}}")
 
 
 def to_status(err: DomainError) -> grpc.Status:
+    return rpc_status.to_status(status_message(err))
+
+
+def status_message(err: DomainError) -> status_pb2.Status:
+    """The refusal as a `google.rpc.Status` message: what `to_status` sends as a call's status, and what a
+    write session sends inside the answer to the one message it refuses."""
     metadata = {key[:64]: bounded(value, VALUE_BYTES) for key, value in err.metadata.items()}
     status = status_pb2.Status(
         code=_GRPC_CODES[err.code],
@@ -59,7 +65,7 @@ def to_status(err: DomainError) -> grpc.Status:
         small = {key: bounded(value, 32) for key, value in list(metadata.items())[:16]}
         status.ClearField("details")
         status.details.append(_info(err, small))
-    return rpc_status.to_status(status)
+    return status
 
 
 def _info(err: DomainError, metadata: dict[str, str]) -> any_pb2.Any:

@@ -4,7 +4,7 @@ Handlers raise `DomainError`; this is the only place that turns them into a gRPC
 escaping a handler is a defect: it is logged with its traceback and answered INTERNAL.
 
 It is also where every service meets its input and output as bytes, so three guards live here, the same
-for unary and server-streaming RPCs:
+for unary, server-streaming and bidirectional RPCs:
 - a body that does not decode as the request message is refused INVALID_ARGUMENT (MALFORMED_REQUEST)
   instead of grpc's UNKNOWN: the deserializer hands the handler a marker rather than raising;
 - every id in the request is checked (`ggmodules.wire.ids`) before the handler runs, so before any SQL;
@@ -16,6 +16,11 @@ at (an anonymous caller gets UNAUTHENTICATED, never a verdict on its input), the
 then the credential against its RPC's rule; the verified caller is bound for the handler
 (`current_principal()`). It is done here rather than in a second interceptor so a call is wrapped once and
 refused through one mapping.
+
+A bidirectional stream (ModuleStore's write Session) is checked in two steps: its credential when it opens
+(a refusal ends the stream with its status), then each message as it arrives, decoded, its ids checked and
+held to the credential (`Guard.check_message`). A message refused there reaches the handler as `Refused`,
+which answers it in its place: one bad message does not end the stream.
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from sqlalchemy.exc import InterfaceError, OperationalError
 
 from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted, Unavailable
 from ggmodules.runtime.auth import Guard, Rule, bind_principal, unbind_principal
+from ggmodules.runtime.credentials import Principal
 from ggmodules.runtime.errors import to_status
 from ggmodules.wire.ids import check_ids
 
@@ -121,7 +127,60 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=decode, response_serializer=_as_is
             )
+        if handler.stream_stream is not None:
+            inner_bidi = handler.stream_stream
+
+            async def bidi(
+                requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+            ) -> AsyncIterator[Any]:
+                structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
+                token = None
+                try:
+                    who = None
+                    if guard is not None:
+                        assert rule is not None
+                        who = guard.open(method, rule, meta)
+                        token = bind_principal(who)
+                    async for item in inner_bidi(_screened(requests, guard, rule, who), context):
+                        yield encode(item)
+                except grpc.aio.AbortError:
+                    raise
+                except Exception as exc:
+                    await _refuse(exc, context, log)
+                finally:
+                    if token is not None:
+                        unbind_principal(token)
+                    structlog.contextvars.clear_contextvars()
+
+            return grpc.stream_stream_rpc_method_handler(
+                bidi, request_deserializer=decode, response_serializer=_as_is
+            )
         return handler
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A message of a client stream refused before its handler saw it (it did not decode, an id in it is
+    malformed, or it names another run or agent than the stream's credential). The handler receives this in
+    the message's place and answers it with the refusal; the stream goes on."""
+
+    request: Any  # the decoded message; None when it did not decode
+    error: DomainError
+
+
+async def _screened(
+    requests: AsyncIterator[Any], guard: Guard | None, rule: Rule | None, who: Principal | None
+) -> AsyncIterator[Any]:
+    """A client stream's messages, each held to what a unary request is held to before its handler runs."""
+    async for request in requests:
+        try:
+            _admit(request)
+            if guard is not None and rule is not None and who is not None:
+                guard.check_message(rule, who, request)
+        except DomainError as exc:
+            yield Refused(None if isinstance(request, Undecodable) else request, exc)
+        else:
+            yield request
 
 
 def _check(guard: Guard | None, method: str, rule: Rule | None, meta: dict[str, Any], request: Any) -> Any:
@@ -182,19 +241,26 @@ def _admit(request: Any) -> None:
     check_ids(request)
 
 
-async def _refuse(
-    exc: Exception, context: grpc.aio.ServicerContext, log: structlog.typing.FilteringBoundLogger
-) -> None:
-    """Ends the call (both aborts raise): a DomainError as its status (R47), a database that cannot be
-    reached or refuses a connection (down, restarting, `too many clients`) as UNAVAILABLE, which the
-    service config retries; anything else as a defect."""
+def refusal_of(exc: Exception, log: structlog.typing.FilteringBoundLogger) -> DomainError | None:
+    """What a caller is told of `exc`: a DomainError as it is, a database that cannot be reached or refuses
+    a connection (down, restarting, `too many clients`) as UNAVAILABLE, which the service config retries;
+    None for anything else (a defect)."""
     if isinstance(exc, OperationalError | InterfaceError):
         first = str(exc.orig or exc).strip().splitlines()[0][:300]
         log.warning("database unavailable", error=first)
-        exc = Unavailable(
+        return Unavailable(
             f"the database did not answer or refused a connection ({first}); retry with the same request_id",
             metadata={"dependency": "database"},
         )
+    return exc if isinstance(exc, DomainError) else None
+
+
+async def _refuse(
+    exc: Exception, context: grpc.aio.ServicerContext, log: structlog.typing.FilteringBoundLogger
+) -> None:
+    """Ends the call (both aborts raise): a refusal (`refusal_of`) as its status (R47); anything else as a
+    defect."""
+    exc = refusal_of(exc, log) or exc
     if isinstance(exc, DomainError):
         log.info("refused", reason=exc.reason.value, code=exc.code.value, message=exc.message[:500])
         await context.abort_with_status(to_status(exc))

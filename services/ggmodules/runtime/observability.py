@@ -13,9 +13,9 @@ port, logged and printed as `metrics <service> <host:port>` after the `ready` li
 `ggmodules_rpc_requests_total` (by method and status code: the RPC rate), `ggmodules_rpc_errors_total` (by
 method, code and ErrorReason), `ggmodules_rpc_duration_seconds` (unary latency histogram),
 `ggmodules_subscribers` (open server streams by method: Subscribe on Telemetry, WatchOutbox followers on the
-others); gauges a service adds read at scrape time: Telemetry's `ggmodules_outbox_lag_events` per origin,
-Transfer's `ggmodules_transfer_journal_pending`. Each service has its own registry, so several services
-in one process (the tests) keep their series apart.
+others, write Sessions on ModuleStore); gauges a service adds read at scrape time: Telemetry's
+`ggmodules_outbox_lag_events` per origin, Transfer's `ggmodules_transfer_journal_pending`. Each service has
+its own registry, so several services in one process (the tests) keep their series apart.
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ class Metrics:
         )
         self.streams = Gauge(
             "ggmodules_subscribers", "Server streams open now, by method (Subscribe: telemetry "
-            "subscribers; WatchOutbox: outbox followers)",
+            "subscribers; WatchOutbox: outbox followers; Session: write sessions)",
             ["service", "method"], registry=self.registry,
         )
         for collector in collectors:
@@ -207,6 +207,26 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
             return grpc.unary_stream_rpc_method_handler(
                 stream,
+                request_deserializer=handler.request_deserializer,
+                response_serializer=handler.response_serializer,
+            )
+
+        if handler.stream_stream is not None:
+            inner_bidi = handler.stream_stream
+
+            async def bidi(requests: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+                gauge = metrics.streams.labels(metrics.service, method)
+                gauge.inc()
+                try:
+                    async for item in inner_bidi(requests, context):
+                        yield item
+                finally:
+                    gauge.dec()
+                    code, reason = _outcome(context)
+                    metrics.observe(method, code, reason, None)
+
+            return grpc.stream_stream_rpc_method_handler(
+                bidi,
                 request_deserializer=handler.request_deserializer,
                 response_serializer=handler.response_serializer,
             )

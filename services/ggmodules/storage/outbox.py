@@ -3,7 +3,8 @@
 Each service has its own outbox table (a subclass of `OutboxRow`) and stream-head table. `origin_seq`
 is the row's autoincrement key; `stream_seq` increases along each (run, agent) stream.
 
-Reads come in pages bounded in count and in bytes (`MAX_BATCH_BYTES`, counted as the events travel), so a
+A row may stand for several events (storage/fan_out.py): reads return the events. Reads come in pages
+bounded in count and in bytes (`MAX_BATCH_BYTES`, counted as the events travel), so a
 page always fits in one gRPC message; an event larger than the bound makes a page of its own.
 """
 
@@ -20,6 +21,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
@@ -126,11 +128,10 @@ class Outbox:
             self._pages[key] = (_summed if postgres else _stepped)(self._rows, bool(run_id))
         read = _read_summed if postgres else _read_stepped
         found, head, more = read(conn, self._pages[key], params)
-        events = []
-        for seq, payload in found:
-            ev = event_pb2.Event.FromString(payload)
-            ev.origin_seq = seq
-            events.append(ev)
+        # A row may stand for several events (a write's fan-out to its store's holders, storage/fan_out.py),
+        # some numbered at or below `after`: the page is made of the events, within the same bounds.
+        events, cut = fan_out.page(found, after_origin_seq, limit, max_bytes)
+        more = more or cut
         if head is None:  # nothing was read, so nothing said where the outbox stands
             head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
         return OutboxPage(events, int(head or 0), more)

@@ -11,6 +11,7 @@ from ggmodules.modulestore.v1 import modulestore_pb2 as _modulestore_pb2
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
 from google.protobuf.internal import containers as _containers
+from google.rpc import status_pb2 as _status_pb2
 import builtins as _builtins
 import sys
 import typing as _typing
@@ -715,6 +716,75 @@ class WriteResponse(_message.Message):
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___WriteResponse: _TypeAlias = WriteResponse  # noqa: Y015
+
+@_typing.final
+class SessionRequest(_message.Message):
+    """One message of a write session."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    WRITE_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def write(self) -> Global___WriteRequest:
+        """One write, exactly as Write takes it: request id, run, acting agent, store and op."""
+
+    def __init__(
+        self,
+        *,
+        write: Global___WriteRequest | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["item", b"item", "write", b"write"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["item", b"item", "write", b"write"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_item: _TypeAlias = _typing.Literal["write"]  # noqa: Y015
+    _WhichOneofArgType_item: _TypeAlias = _typing.Literal["item", b"item"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_item) -> _WhichOneofReturnType_item | None: ...
+
+Global___SessionRequest: _TypeAlias = SessionRequest  # noqa: Y015
+
+@_typing.final
+class SessionResponse(_message.Message):
+    """The answer to one SessionRequest. Answers come in the order the messages were sent, one per message."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    REQUEST_ID_FIELD_NUMBER: _builtins.int
+    MESSAGE_SEQ_FIELD_NUMBER: _builtins.int
+    WRITTEN_FIELD_NUMBER: _builtins.int
+    REFUSED_FIELD_NUMBER: _builtins.int
+    request_id: _builtins.str
+    """The request_id of the write answered (empty when it had none or the message could not be decoded)."""
+    message_seq: _builtins.int
+    """The message's place in the session: 1 for the first message sent on the stream, and so on."""
+    @_builtins.property
+    def written(self) -> Global___WriteResponse:
+        """Applied and durable: what Write would have answered."""
+
+    @_builtins.property
+    def refused(self) -> _status_pb2.Status:
+        """Refused, nothing changed: the status Write would have ended with (code, message, and in details a
+        google.rpc.ErrorInfo with the reason and metadata, plus a google.rpc.BadRequest when fields are at
+        fault). UNAVAILABLE (the database did not answer) may be sent again under the same request id.
+        """
+
+    def __init__(
+        self,
+        *,
+        request_id: _builtins.str = ...,
+        message_seq: _builtins.int = ...,
+        written: Global___WriteResponse | None = ...,
+        refused: _status_pb2.Status | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["outcome", b"outcome", "refused", b"refused", "written", b"written"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["message_seq", b"message_seq", "outcome", b"outcome", "refused", b"refused", "request_id", b"request_id", "written", b"written"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType_outcome: _TypeAlias = _typing.Literal["written", "refused"]  # noqa: Y015
+    _WhichOneofArgType_outcome: _TypeAlias = _typing.Literal["outcome", b"outcome"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType_outcome) -> _WhichOneofReturnType_outcome | None: ...
+
+Global___SessionResponse: _TypeAlias = SessionResponse  # noqa: Y015
 
 @_typing.final
 class GetStoreRequest(_message.Message):

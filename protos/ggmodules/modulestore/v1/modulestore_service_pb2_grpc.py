@@ -71,6 +71,11 @@ class ModuleStoreServiceStub:
                 request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.SerializeToString,
                 response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.FromString,
                 _registered_method=True)
+        self.Session = channel.stream_stream(
+                '/ggmodules.modulestore.v1.ModuleStoreService/Session',
+                request_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionRequest.SerializeToString,
+                response_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionResponse.FromString,
+                _registered_method=True)
 
 
 class ModuleStoreServiceServicer:
@@ -126,6 +131,19 @@ class ModuleStoreServiceServicer:
         counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
         threads it holds: its own and its parent's up to the fork. The query language is described on
         SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def Session(self, request_iterator, context):
+        """A write session: an agent opens one stream with its credential and sends its writes on it, one per
+        message. Each is answered in the order sent: once durable, with what Write would answer; else with the
+        refusal Write would end with, and the session goes on. The same rules, caps, events and request ids as
+        Write (R49: a write sent again, on a session or through Write, under its request id returns the first
+        answer). The credential is checked when the stream opens (a missing, invalid or expired one, or one
+        that is not an agent's, ends it with that status); each message must name the credential's run and
+        agent, else that message alone is refused (PERMISSION_DENIED, WRONG_RUN or AGENT_MISMATCH).
         BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
         their messages stay here.
         """
@@ -170,6 +188,11 @@ def add_ModuleStoreServiceServicer_to_server(servicer, server):
                     servicer.SearchArchive,
                     request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.FromString,
                     response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.SerializeToString,
+            ),
+            'Session': grpc.stream_stream_rpc_method_handler(
+                    servicer.Session,
+                    request_deserializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionRequest.FromString,
+                    response_serializer=ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -363,6 +386,33 @@ class ModuleStoreService:
             '/ggmodules.modulestore.v1.ModuleStoreService/SearchArchive',
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveRequest.SerializeToString,
             ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SearchArchiveResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Session(request_iterator,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.stream_stream(
+            request_iterator,
+            target,
+            '/ggmodules.modulestore.v1.ModuleStoreService/Session',
+            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionRequest.SerializeToString,
+            ggmodules_dot_modulestore_dot_v1_dot_modulestore__service__pb2.SessionResponse.FromString,
             options,
             channel_credentials,
             insecure,

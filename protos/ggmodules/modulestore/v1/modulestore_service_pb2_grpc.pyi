@@ -53,6 +53,15 @@ class ModuleStoreServiceStub:
     counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
     threads it holds: its own and its parent's up to the fork. The query language is described on
     SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+    """
+    Session: _grpc.StreamStreamMultiCallable[_modulestore_service_pb2.SessionRequest, _modulestore_service_pb2.SessionResponse]
+    """A write session: an agent opens one stream with its credential and sends its writes on it, one per
+    message. Each is answered in the order sent: once durable, with what Write would answer; else with the
+    refusal Write would end with, and the session goes on. The same rules, caps, events and request ids as
+    Write (R49: a write sent again, on a session or through Write, under its request id returns the first
+    answer). The credential is checked when the stream opens (a missing, invalid or expired one, or one
+    that is not an agent's, ends it with that status); each message must name the credential's run and
+    agent, else that message alone is refused (PERMISSION_DENIED, WRONG_RUN or AGENT_MISMATCH).
     BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
     their messages stay here.
     """
@@ -82,6 +91,15 @@ class ModuleStoreServiceAsyncStub(ModuleStoreServiceStub):
     counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
     threads it holds: its own and its parent's up to the fork. The query language is described on
     SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+    """
+    Session: _aio.StreamStreamMultiCallable[_modulestore_service_pb2.SessionRequest, _modulestore_service_pb2.SessionResponse]  # type: ignore[assignment]
+    """A write session: an agent opens one stream with its credential and sends its writes on it, one per
+    message. Each is answered in the order sent: once durable, with what Write would answer; else with the
+    refusal Write would end with, and the session goes on. The same rules, caps, events and request ids as
+    Write (R49: a write sent again, on a session or through Write, under its request id returns the first
+    answer). The credential is checked when the stream opens (a missing, invalid or expired one, or one
+    that is not an agent's, ends it with that status); each message must name the credential's run and
+    agent, else that message alone is refused (PERMISSION_DENIED, WRONG_RUN or AGENT_MISMATCH).
     BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
     their messages stay here.
     """
@@ -150,6 +168,21 @@ class ModuleStoreServiceServicer(metaclass=_abc_1.ABCMeta):
         counts double one in the messages); equal scores go newest thread first. A fork searches exactly the
         threads it holds: its own and its parent's up to the fork. The query language is described on
         SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
+        """
+
+    @_abc_1.abstractmethod
+    def Session(
+        self,
+        request_iterator: _MaybeAsyncIterator[_modulestore_service_pb2.SessionRequest],
+        context: _ServicerContext,
+    ) -> _typing.Union[_abc.Iterator[_modulestore_service_pb2.SessionResponse], _abc.AsyncIterator[_modulestore_service_pb2.SessionResponse]]:
+        """A write session: an agent opens one stream with its credential and sends its writes on it, one per
+        message. Each is answered in the order sent: once durable, with what Write would answer; else with the
+        refusal Write would end with, and the session goes on. The same rules, caps, events and request ids as
+        Write (R49: a write sent again, on a session or through Write, under its request id returns the first
+        answer). The credential is checked when the stream opens (a missing, invalid or expired one, or one
+        that is not an agent's, ends it with that status); each message must name the credential's run and
+        agent, else that message alone is refused (PERMISSION_DENIED, WRONG_RUN or AGENT_MISMATCH).
         BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
         their messages stay here.
         """

@@ -3,7 +3,7 @@ raised as DomainError; the call interceptor maps them to statuses."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -18,7 +18,7 @@ from ggmodules.core.modules.tools.catalog import tools_for
 from ggmodules.core.modules.tools.dispatch import plan_call
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc
-from ggmodules.server.modulestore import semantic
+from ggmodules.server.modulestore import semantic, session
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.wire import modulestore as convert
@@ -89,6 +89,16 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         return result
 
     async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
+        return await self.write(request)
+
+    async def Session(
+        self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[svc.SessionResponse]:
+        async for answer in session.answers(requests, self.write):
+            yield answer
+
+    async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
+        """The write use case: Write's, and each write of a Session's."""
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
         self._require_open(request.run_id)
         op = convert.op_from(request)

@@ -1,8 +1,9 @@
 """Followers (relays): one task per origin, following its WatchOutbox from the highest origin_seq the event
 log holds for it, and appending what arrives to the log.
 
-Events arrive at least once and are stored once (per (origin, origin_seq): a unique key on the SQL log, a
-`Nats-Msg-Id` on JetStream), so any number of relays, one per Telemetry replica, may follow one origin.
+Events arrive at least once and are stored once (per (origin, origin_seq): on the SQL log, by passing over
+what the origin's stored position covers, under the log's write lock; a `Nats-Msg-Id` on JetStream), so any
+number of relays, one per Telemetry replica, may follow one origin.
 After each batch is durably in the log the follower tells the origin so (OutboxService.AckOutbox, follower
 "telemetry"), which lets the origin prune its outbox below that. When the origin cannot be reached, or its
 stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded backoff; the

@@ -23,7 +23,9 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.idempotency import ClaimLost, RequestLog, request_id_reused
+from ggmodules.storage.modulestore import fan_out_rows
 from ggmodules.storage.modulestore.prepared import Prepared, Tx
 from ggmodules.storage.modulestore.tables import MsOutbox, MsRequest, MsStreamHead
 from ggmodules.storage.outbox import Outbox
@@ -104,27 +106,41 @@ class FastOutbox(Outbox):
     def __init__(self, origin: str) -> None:
         super().__init__(origin, MsOutbox, MsStreamHead)
 
-    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event]) -> None:
+    def append_all(self, conn: Connection | Tx, events: Sequence[event_pb2.Event | FanOutEntry]) -> None:
         """Appends `events` to their streams, in this order, once per transaction (see the module doc).
-        Sets each event's origin, stream_seq and time; origin_seq is the row's key, not read back."""
+        Sets each event's origin, stream_seq and time; origin_seq is the row's key, not read back. A
+        FanOutEntry is one row standing for its writer's event and its holders' snapshots
+        (storage/fan_out.py): their streams are reserved here all the same."""
         if not events:
             return
         tx = Tx.of(conn)
-        counts = Counter((e.run_id, e.agent_id) for e in events)
+        counts = Counter(s for e in events for s in (e.streams() if isinstance(e, FanOutEntry) else [_of(e)]))
         last = self._reserve(tx, counts)
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
-        rows = []
-        for e in events:
-            stream = (e.run_id, e.agent_id)
-            seq = last[stream] - counts[stream] + 1
+
+        def next_seq(stream: tuple[str, str]) -> int:
             counts[stream] -= 1
+            return last[stream] - counts[stream]
+
+        rows = []
+        for entry in events:
+            e = entry.event if isinstance(entry, FanOutEntry) else entry
+            seq = next_seq(_of(e))
             e.origin = self.origin
             e.stream_seq = seq
             if not e.HasField("time"):
                 e.time.seconds, e.time.nanos = seconds, nanos
-            payload = e.SerializeToString()
-            rows.append({"run_id": e.run_id, "agent_id": e.agent_id, "stream_seq": seq, "payload": payload})
-        _INSERT_EVENTS.many(tx, rows)
+            if isinstance(entry, FanOutEntry):
+                entry.stream_seqs = [next_seq((e.run_id, agent_id)) for agent_id, _ in entry.holders]
+                rows.append(fan_out_rows.Row(e.run_id, e.agent_id, seq, entry.payload(), entry))
+            else:
+                rows.append(fan_out_rows.Row(e.run_id, e.agent_id, seq, e.SerializeToString()))
+        if any(r.entry is not None for r in rows):
+            fan_out_rows.insert(tx, rows)
+            return
+        _INSERT_EVENTS.many(
+            tx, [{"run_id": r[0], "agent_id": r[1], "stream_seq": r[2], "payload": r[3]} for r in rows]
+        )
 
     @staticmethod
     def _reserve(tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -142,6 +158,10 @@ class FastOutbox(Outbox):
             return {(r, a): int(seq) for r, a, seq in _RESERVE_MANY.all(tx, {"streams": many})}
         ((r, a),) = streams
         return {(r, a): int(_RESERVE_ONE.scalar(tx, {"run_id": r, "agent_id": a, "n": counts[(r, a)]}))}
+
+
+def _of(e: event_pb2.Event) -> tuple[str, str]:
+    return e.run_id, e.agent_id
 
 
 class FastRequestLog(RequestLog):

@@ -1,5 +1,6 @@
 """Write: the hot path. One transaction: the store and all its holders in one query, apply, persist,
-outbox events. Statements are prepared (see prepared.py)."""
+outbox events (one row, whatever the number of holders: storage/modulestore/co_holders.py). Statements are
+prepared (see prepared.py)."""
 
 from __future__ import annotations
 
@@ -8,23 +9,21 @@ from typing import Any, NamedTuple
 from sqlalchemy import and_, bindparam, select, update
 from sqlalchemy.engine import Connection
 
-from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
-from ggmodules.core.modules.contents import Contents, SkillsContents
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.handover import handed_on
-from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op, ReadSkill
+from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op
 from ggmodules.core.modules.states import KindState, decode_state, encode_state
 from ggmodules.core.modules.store import Applied, StoreHead
 from ggmodules.core.modules.views import WriteResult
 from ggmodules.core.modules.write import apply_write
 from ggmodules.core.roster import Caps
 from ggmodules.core.vocabulary import MemoryStrategy
-from ggmodules.storage.modulestore import handovers, read_sets
-from ggmodules.storage.modulestore.events import snapshot_event, write_event
+from ggmodules.storage.modulestore import co_holders, handovers, read_sets
+from ggmodules.storage.modulestore.events import write_event
 from ggmodules.storage.modulestore.fast_log import FastOutbox
 from ggmodules.storage.modulestore.lineage import MESSAGES, THREADS, thread_json
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES, missing, not_a_holder
@@ -126,8 +125,7 @@ def write(
     if head.kind == Kind.SKILLS:
         figures = skills.holder_figures(figures, read_set if applied.read_set is None else applied.read_set)
     written = write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
-    snapshots = _snapshots(tx, rows, run_id, agent_id, store_id, op, applied, read_set_id)
-    outbox.append_all(tx, [written, *snapshots])
+    outbox.append_all(tx, [co_holders.fan_out(tx, rows, written, op, applied, read_set_id)])
     return WriteResult(
         store_id,
         figures,
@@ -185,41 +183,3 @@ def _persist(conn: Connection | Tx, key: dict[str, str], read_set_id: str, appli
         _UPDATE_HEAD.execute(conn, values)
     else:
         _UPDATE_HEAD_AND_STATE.execute(conn, {**values, "v_state": encode_state(applied.state)})
-
-
-def _snapshots(
-    conn: Connection | Tx,
-    rows: list[_Row],
-    run_id: str,
-    agent_id: str,
-    store_id: str,
-    op: Op,
-    applied: Applied,
-    writer_read_set: str,
-) -> list[event_pb2.Event]:
-    """Every other active holder re-emits its own state (R29), on its own stream. A read-set change
-    concerns only the holders aliasing that read set."""
-    others = [r for r in rows if r.agent_id is not None and r.agent_id != agent_id and r.active]
-    if isinstance(op, ReadSkill):
-        others = [r for r in others if r.read_set_id == writer_read_set]
-    if not others:
-        return []
-    kind, figures = applied.head.kind, applied.head.figures
-    contents: Contents | None = applied.delta
-    sets = read_sets.load_many(conn, (r.read_set_id or "" for r in others)) if kind == Kind.SKILLS else {}
-    events = []
-    if not isinstance(applied.delta, SkillsContents):  # one snapshot for all: built once, copied per holder
-        template = snapshot_event(run_id, "", kind, store_id, figures, contents, agent_id)
-        for r in others:
-            event = event_pb2.Event()
-            event.CopyFrom(template)
-            event.agent_id = r.agent_id or ""
-            events.append(event)
-        return events
-    for r in others:
-        assert r.agent_id is not None
-        theirs = sets.get(r.read_set_id or "", ())
-        holder_figures = skills.holder_figures(figures, theirs)
-        contents = SkillsContents(applied.delta.directory, applied.delta.catalogue, theirs)
-        events.append(snapshot_event(run_id, r.agent_id, kind, store_id, holder_figures, contents, agent_id))
-    return events

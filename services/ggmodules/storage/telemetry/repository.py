@@ -7,7 +7,8 @@ refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 
 Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
 database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
-are passed over before inserting (so a second replica's relay wastes no cursor and stores nothing twice);
+are passed over before inserting (which is what stores each event once, whichever replica's relay brings
+it: tel_events has no unique key on it, issue 14; and it wastes no cursor);
 and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
 replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
 
@@ -19,7 +20,6 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -39,6 +39,7 @@ from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.telemetry import event_rows
 from ggmodules.storage.telemetry.recent import (
     CAPACITY,
     DEFAULT_RECENT_BYTES,
@@ -46,6 +47,7 @@ from ggmodules.storage.telemetry.recent import (
     StoredEvent,
     StreamRead,
 )
+from ggmodules.storage.telemetry.retention_bounds import RetentionBounds
 from ggmodules.storage.telemetry.tables import (
     TelAgentRow,
     TelEventRow,
@@ -57,10 +59,6 @@ from ggmodules.storage.telemetry.tables import (
 
 ORIGIN = "telemetry"
 PRUNED_THROUGH = "pruned_through"
-# Retention by bytes or age prunes at most this many of the oldest events per write, so a write never waits
-# long behind pruning; a backlog is worked off over the next writes.
-PRUNE_STEP = 1000
-AGE_CHECK_SECONDS = 1.0
 # How many events tel_events holds now, and their payload bytes, kept beside them so every replica counts
 # alike.
 STORED = "stored"
@@ -94,7 +92,7 @@ class TelemetryRepository:
         # memory.
         self._shared = engine.dialect.name == "postgresql"
         self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
-        self._age_checked = 0.0
+        self._bounds = RetentionBounds(retention)
         self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
         self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
@@ -194,7 +192,7 @@ class TelemetryRepository:
                 if highest is None:
                     highest = _meta_value(conn, key)
                 fresh = [ev for ev in events if ev.origin_seq > highest]
-                inserted = self._insert(conn, fresh) if fresh else 0
+                inserted = len(self._insert(conn, fresh)) if fresh else 0
                 self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 now = max(highest, *(ev.origin_seq for ev in events))
                 self._raises[key] = now  # written with the counts, when the write ends
@@ -246,49 +244,20 @@ class TelemetryRepository:
             if publish is not None:
                 cursor = publish(event)
             else:
-                self._insert(conn, [event])
-                cursor = int(
-                    conn.execute(
-                        select(_events.c.cursor).where(
-                            _events.c.origin == ORIGIN, _events.c.origin_seq == event.origin_seq
-                        )
-                    ).scalar_one()
-                )
+                (stored,) = self._insert(conn, [event])
+                cursor = stored.cursor
             self._record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
                 self._requests.answer(conn, key[0], key[1], response)
             return response
 
-    def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> int:
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        payloads = {(ev.origin, ev.origin_seq): (ev, ev.SerializeToString()) for ev in events}
-        now = int(time.time())
-        rows_in = [
-            {
-                "origin": ev.origin,
-                "origin_seq": ev.origin_seq,
-                "run_id": ev.run_id,
-                "agent_id": ev.agent_id,
-                "payload": payload,
-                "stored_at": now,
-            }
-            for ev, payload in payloads.values()
-        ]
-        # The rows go as parameters, apart from the statement, so it is compiled once (SQLAlchemy's
-        # "insertmanyvalues" still sends them as one INSERT).
-        stmt = (
-            dialect.insert(_events)
-            .on_conflict_do_nothing(index_elements=["origin", "origin_seq"])
-            .returning(_events.c.cursor, _events.c.origin, _events.c.origin_seq)
-        )
-        rows = conn.execute(stmt, rows_in).all()
-        for r in rows:
-            ev, payload = payloads[(r.origin, r.origin_seq)]
-            self._pending.append(StoredEvent(int(r.cursor), ev, len(payload)))
-            self._stored_bytes += len(payload)
-        self._stored += len(rows)
-        return len(rows)
+    def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
+        stored = event_rows.insert(conn, events)
+        self._pending += stored
+        self._stored += len(stored)
+        self._stored_bytes += sum(s.size for s in stored)
+        return stored
 
     def _know(self, conn: Connection, rosters: Sequence[event_pb2.Event]) -> None:
         """The agents whose roster events these are; one already known stays as it is."""
@@ -371,7 +340,7 @@ class TelemetryRepository:
 
     def _prune(self, conn: Connection) -> None:
         """Prunes the oldest events past any retention bound: count, bytes, age (see settings.py)."""
-        through = max(self._count_bound(conn), self._bytes_bound(conn), self._age_bound(conn))
+        through = self._bounds.through(conn, self._stored, self._stored_bytes)
         if not through:
             return
         pruned, size = conn.execute(
@@ -382,43 +351,6 @@ class TelemetryRepository:
         self._pending_pruned = int(through)
         self._stored -= int(pruned)
         self._stored_bytes -= int(size or 0)
-
-    def _count_bound(self, conn: Connection) -> int:
-        excess = self.retention.excess(self._stored)
-        if not excess:
-            return 0
-        through = conn.execute(
-            select(_events.c.cursor).order_by(_events.c.cursor).offset(excess - 1).limit(1)
-        ).scalar()
-        return int(through or 0)
-
-    def _bytes_bound(self, conn: Connection) -> int:
-        """The cursor through which the oldest events free enough bytes (at most PRUNE_STEP a write)."""
-        excess = self.retention.excess_bytes(self._stored_bytes)
-        if not excess:
-            return 0
-        sizes = select(_events.c.cursor, func.length(_events.c.payload))
-        oldest = conn.execute(sizes.order_by(_events.c.cursor).limit(PRUNE_STEP)).all()
-        freed, through = 0, 0
-        for cursor, size in oldest:
-            freed, through = freed + int(size), int(cursor)
-            if freed >= excess:
-                break
-        return through
-
-    def _age_bound(self, conn: Connection) -> int:
-        """The newest of the oldest events (at most PRUNE_STEP a write) stored before the age window; looked
-        for at most once a second."""
-        window = self.retention.max_age_seconds
-        if window is None or time.monotonic() - self._age_checked < AGE_CHECK_SECONDS:
-            return 0
-        self._age_checked = time.monotonic()
-        oldest = select(_events.c.cursor, _events.c.stored_at).order_by(_events.c.cursor).limit(PRUNE_STEP)
-        page = oldest.subquery()
-        through = conn.execute(
-            select(func.max(page.c.cursor)).where(page.c.stored_at < int(time.time() - window))
-        ).scalar()
-        return int(through or 0)
 
     def prune_own_outbox(self, conn: Connection, batch: int) -> int:
         """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
@@ -435,20 +367,9 @@ class TelemetryRepository:
 
     def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
         with self._reader.connect() as conn:
-            head = int(conn.execute(select(func.max(_events.c.cursor))).scalar() or 0)
-            stmt = select(_events.c.cursor, _events.c.payload).where(
-                _events.c.cursor > after, _events.c.cursor <= head
-            )
-            if where.run_id:
-                stmt = stmt.where(_events.c.run_id == where.run_id)
-            if where.agent_id:
-                stmt = stmt.where(_events.c.agent_id == where.agent_id)
-            rows = conn.execute(stmt.order_by(_events.c.cursor).limit(limit)).all()
+            events, head = event_rows.read(conn, where, after, limit)
             pruned = _meta_value(conn, PRUNED_THROUGH)
-        events = [
-            StoredEvent(int(r.cursor), event_pb2.Event.FromString(r.payload), len(r.payload)) for r in rows
-        ]
-        return StreamRead(events, head, len(rows) == limit, pruned)
+        return StreamRead(events, head, len(events) == limit, pruned)
 
     def head(self) -> tuple[int, int]:
         """The newest cursor and `pruned_through`."""

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sqlalchemy import BigInteger, Column, Index, Integer, Text, UniqueConstraint
+from sqlalchemy import BigInteger, Column, Index, Integer, Text
 from sqlmodel import Field, SQLModel
 
 from ggmodules.storage.idempotency import IdempotencyRow
@@ -16,9 +16,9 @@ class TelEventRow(SQLModel, table=True):
 
     __tablename__ = "tel_events"
     __table_args__: Any = (
-        UniqueConstraint("origin", "origin_seq", name="uq_tel_events_origin_seq"),
-        Index("ix_tel_events_run", "run_id", "cursor"),
-        Index("ix_tel_events_agent", "run_id", "agent_id", "cursor"),
+        # A run's events in cursor order; an agent's among them are read off the index. No unique key on
+        # (origin, origin_seq): ingestion passes over what its origin's position says is stored (issue 14).
+        Index("ix_tel_events_run_cursor", "run_id", "cursor", "agent_id"),
         # Never reuse a cursor, even after the newest rows were pruned.
         {"sqlite_autoincrement": True},
     )

@@ -12,13 +12,15 @@ import type { ArchivedThread, IssueStatus, ModuleContents, ModuleFigures, TaskSt
 import { file_ggmodules_common_v1_module } from "../../common/v1/module_pb.js";
 import type { ArchiveHit, Binding, Contribution, MessageInput, SearchMode, Store, ToolDefinition } from "./modulestore_pb.js";
 import { file_ggmodules_modulestore_v1_modulestore } from "./modulestore_pb.js";
+import type { Status } from "../../../google/rpc/status_pb.js";
+import { file_google_rpc_status } from "../../../google/rpc/status_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
 /**
  * Describes the file ggmodules/modulestore/v1/modulestore_service.proto.
  */
 export const file_ggmodules_modulestore_v1_modulestore_service: GenFile = /*@__PURE__*/
-  fileDesc("CjJnZ21vZHVsZXMvbW9kdWxlc3RvcmUvdjEvbW9kdWxlc3RvcmVfc2VydmljZS5wcm90bxIYZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxIrkBChNCaW5kSW5zdGFuY2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSFwoPcGFyZW50X2FnZW50X2lkGAUgASgJEg0KBWNhdXNlGAYgASgJEjMKCGJpbmRpbmdzGAcgAygLMiEuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkJpbmRpbmciRgoUQmluZEluc3RhbmNlUmVzcG9uc2USLgoGcm9zdGVyGAEgAygLMh4uZ2dtb2R1bGVzLmNvbW1vbi52MS5Sb3N0ZXJSb3ciHwoPU2V0U3lzdGVtUHJvbXB0EgwKBHRleHQYASABKAkiXgoOQXBwZW5kTWVzc2FnZXMSOAoIbWVzc2FnZXMYASADKAsyJi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuTWVzc2FnZUlucHV0EhIKCnN0YXJ0X3R1cm4YAiABKAgiLAoIT3BlblZpZXcSDwoHdmlld19pZBgBIAEoCRIPCgdjb250ZW50GAIgASgJIhwKCUNsb3NlVmlldxIPCgd2aWV3X2lkGAEgASgJIi0KCFBpbkJsb2NrEhAKCGJsb2NrX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiHgoKVW5waW5CbG9jaxIQCghibG9ja19pZBgBIAEoCSIYCghXcml0ZVBhZBIMCgR0ZXh0GAEgASgJIjsKCVdyaXRlRmlsZRIMCgRuYW1lGAEgASgJEgwKBGJvZHkYAiABKAkSEgoKaW5kZXhfbGluZRgDIAEoCSIaCgpEZWxldGVGaWxlEgwKBG5hbWUYASABKAkiRAoKQ3JlYXRlVGFzaxINCgV0aXRsZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRISCgpibG9ja2VkX2J5GAMgAygDIoEBCgpVcGRhdGVUYXNrEg8KB3Rhc2tfaWQYASABKAMSLwoGc3RhdHVzGAIgASgOMh8uZ2dtb2R1bGVzLmNvbW1vbi52MS5UYXNrU3RhdHVzEhYKDmFkZF9ibG9ja2VkX2J5GAMgAygDEhkKEXJlbW92ZV9ibG9ja2VkX2J5GAQgAygDIjoKC0NyZWF0ZUlzc3VlEg4KBnByZWZpeBgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgRib2R5GAMgASgJIl8KC1VwZGF0ZUlzc3VlEhAKCGlzc3VlX2lkGAEgASgJEjAKBnN0YXR1cxgCIAEoDjIgLmdnbW9kdWxlcy5jb21tb24udjEuSXNzdWVTdGF0dXMSDAoEYm9keRgDIAEoCSI7CghQdXRTa2lsbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEgwKBGJvZHkYAyABKAkiGQoJUmVhZFNraWxsEgwKBG5hbWUYASABKAkiWAoNQXJjaGl2ZVRocmVhZBINCgV0aXRsZRgBIAEoCRI4CghtZXNzYWdlcxgCIAMoCzImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5NZXNzYWdlSW5wdXQiswgKDFdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIQCghzdG9yZV9pZBgEIAEoCRJGChFzZXRfc3lzdGVtX3Byb21wdBgKIAEoCzIpLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZXRTeXN0ZW1Qcm9tcHRIABJDCg9hcHBlbmRfbWVzc2FnZXMYCyABKAsyKC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQXBwZW5kTWVzc2FnZXNIABI3CglvcGVuX3ZpZXcYDCABKAsyIi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuT3BlblZpZXdIABI5CgpjbG9zZV92aWV3GA0gASgLMiMuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkNsb3NlVmlld0gAEjcKCXBpbl9ibG9jaxgOIAEoCzIiLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5QaW5CbG9ja0gAEjsKC3VucGluX2Jsb2NrGA8gASgLMiQuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlVucGluQmxvY2tIABI3Cgl3cml0ZV9wYWQYECABKAsyIi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuV3JpdGVQYWRIABI5Cgp3cml0ZV9maWxlGBEgASgLMiMuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLldyaXRlRmlsZUgAEjsKC2RlbGV0ZV9maWxlGBIgASgLMiQuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkRlbGV0ZUZpbGVIABI7CgtjcmVhdGVfdGFzaxgTIAEoCzIkLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5DcmVhdGVUYXNrSAASOwoLdXBkYXRlX3Rhc2sYFCABKAsyJC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuVXBkYXRlVGFza0gAEj0KDGNyZWF0ZV9pc3N1ZRgVIAEoCzIlLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5DcmVhdGVJc3N1ZUgAEj0KDHVwZGF0ZV9pc3N1ZRgWIAEoCzIlLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5VcGRhdGVJc3N1ZUgAEjcKCXB1dF9za2lsbBgXIAEoCzIiLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5QdXRTa2lsbEgAEjkKCnJlYWRfc2tpbGwYGCABKAsyIy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuUmVhZFNraWxsSAASQQoOYXJjaGl2ZV90aHJlYWQYGSABKAsyJy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQXJjaGl2ZVRocmVhZEgAQgQKAm9wIqwBCg1Xcml0ZVJlc3BvbnNlEhAKCHN0b3JlX2lkGAEgASgJEjMKB2ZpZ3VyZXMYAiABKAsyIi5nZ21vZHVsZXMuY29tbW9uLnYxLk1vZHVsZUZpZ3VyZXMSDwoHdGFza19pZBgDIAEoAxIQCghpc3N1ZV9pZBgEIAEoCRIRCgl0aHJlYWRfaWQYBSABKAMSEAoIbGFzdF9zZXEYBiABKAMSDAoEdHVybhgHIAEoAyJrCg9HZXRTdG9yZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCHN0b3JlX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhEKCWFmdGVyX3NlcRgEIAEoAxIRCglwYWdlX3NpemUYBSABKAUieQoQR2V0U3RvcmVSZXNwb25zZRIuCgVzdG9yZRgBIAEoCzIfLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TdG9yZRI1Cghjb250ZW50cxgCIAEoCzIjLmdnbW9kdWxlcy5jb21tb24udjEuTW9kdWxlQ29udGVudHMicwoRTGlzdFN0b3Jlc1JlcXVlc3QSDgoGcnVuX2lkGAEgASgJEicKBGtpbmQYAiABKA4yGS5nZ21vZHVsZXMuY29tbW9uLnYxLktpbmQSEQoJcGFnZV9zaXplGAMgASgFEhIKCnBhZ2VfdG9rZW4YBCABKAkiXgoSTGlzdFN0b3Jlc1Jlc3BvbnNlEi8KBnN0b3JlcxgBIAMoCzIfLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TdG9yZRIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiNwoTUmVuZGVyUHJvbXB0UmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkiVQoUUmVuZGVyUHJvbXB0UmVzcG9uc2USPQoNY29udHJpYnV0aW9ucxgBIAMoCzImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5Db250cmlidXRpb24iOwoQTGlzdFRvb2xzUmVxdWVzdBInCgRraW5kGAEgASgOMhkuZ2dtb2R1bGVzLmNvbW1vbi52MS5LaW5kIkwKEUxpc3RUb29sc1Jlc3BvbnNlEjcKBXRvb2xzGAEgAygLMiguZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlRvb2xEZWZpbml0aW9uInIKD0NhbGxUb29sUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIRCgl0b29sX25hbWUYBCABKAkSFgoOYXJndW1lbnRzX2pzb24YBSABKAkiJwoQQ2FsbFRvb2xSZXNwb25zZRITCgtyZXN1bHRfanNvbhgBIAEoCSK0AQoUU2VhcmNoQXJjaGl2ZVJlcXVlc3QSDgoGcnVuX2lkGAEgASgJEhAKCGFnZW50X2lkGAIgASgJEhAKCHN0b3JlX2lkGAMgASgJEg0KBXF1ZXJ5GAQgASgJEhEKCXBhZ2Vfc2l6ZRgFIAEoBRISCgpwYWdlX3Rva2VuGAYgASgJEjIKBG1vZGUYByABKA4yJC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuU2VhcmNoTW9kZSLOAQoVU2VhcmNoQXJjaGl2ZVJlc3BvbnNlEjQKB3RocmVhZHMYASADKAsyIy5nZ21vZHVsZXMuY29tbW9uLnYxLkFyY2hpdmVkVGhyZWFkEjIKBGhpdHMYAiADKAsyJC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQXJjaGl2ZUhpdBIXCg9uZXh0X3BhZ2VfdG9rZW4YAyABKAkSMgoEbW9kZRgEIAEoDjIkLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZWFyY2hNb2RlIqgBCgxIYW5kb3ZlcktpbmQSJwoEa2luZBgBIAEoDjIZLmdnbW9kdWxlcy5jb21tb24udjEuS2luZBItCgdvdXRjb21lGAIgASgOMhwuZ2dtb2R1bGVzLmNvbW1vbi52MS5PdXRjb21lEjIKB2JpbmRpbmcYAyABKAsyIS5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQmluZGluZxIMCgRub3RlGAQgASgJItwBCg9IYW5kb3ZlclJlcXVlc3QSEgoKcmVxdWVzdF9pZBgBIAEoCRIOCgZydW5faWQYAiABKAkSHAoUcHJlZGVjZXNzb3JfYWdlbnRfaWQYAyABKAkSGgoSc3VjY2Vzc29yX2FnZW50X2lkGAQgASgJEg8KB3Byb2ZpbGUYBSABKAkSDQoFY2F1c2UYBiABKAkSNQoFa2luZHMYByADKAsyJi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuSGFuZG92ZXJLaW5kEhQKDG9wZW5pbmdfbm90ZRgIIAEoCSJ2ChBIYW5kb3ZlclJlc3BvbnNlEi4KBnJvc3RlchgBIAMoCzIeLmdnbW9kdWxlcy5jb21tb24udjEuUm9zdGVyUm93EjIKCG91dGNvbWVzGAIgAygLMiAuZ2dtb2R1bGVzLmNvbW1vbi52MS5LaW5kT3V0Y29tZSJQChFSZWFkT3V0Ym94UmVxdWVzdBIYChBhZnRlcl9vcmlnaW5fc2VxGAEgASgDEhEKCXBhZ2Vfc2l6ZRgCIAEoBRIOCgZydW5faWQYAyABKAkiWQoSUmVhZE91dGJveFJlc3BvbnNlEioKBmV2ZW50cxgBIAMoCzIaLmdnbW9kdWxlcy5jb21tb24udjEuRXZlbnQSFwoPaGVhZF9vcmlnaW5fc2VxGAIgASgDMuQFChJNb2R1bGVTdG9yZVNlcnZpY2USWAoFV3JpdGUSJi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuV3JpdGVSZXF1ZXN0GicuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLldyaXRlUmVzcG9uc2USYQoIR2V0U3RvcmUSKS5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuR2V0U3RvcmVSZXF1ZXN0GiouZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkdldFN0b3JlUmVzcG9uc2USZwoKTGlzdFN0b3JlcxIrLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5MaXN0U3RvcmVzUmVxdWVzdBosLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5MaXN0U3RvcmVzUmVzcG9uc2USbQoMUmVuZGVyUHJvbXB0Ei0uZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlJlbmRlclByb21wdFJlcXVlc3QaLi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuUmVuZGVyUHJvbXB0UmVzcG9uc2USZAoJTGlzdFRvb2xzEiouZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkxpc3RUb29sc1JlcXVlc3QaKy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuTGlzdFRvb2xzUmVzcG9uc2USYQoIQ2FsbFRvb2wSKS5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQ2FsbFRvb2xSZXF1ZXN0GiouZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkNhbGxUb29sUmVzcG9uc2UScAoNU2VhcmNoQXJjaGl2ZRIuLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZWFyY2hBcmNoaXZlUmVxdWVzdBovLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZWFyY2hBcmNoaXZlUmVzcG9uc2ViBnByb3RvMw", [file_ggmodules_common_v1_common, file_ggmodules_common_v1_event, file_ggmodules_common_v1_module, file_ggmodules_modulestore_v1_modulestore]);
+  fileDesc("CjJnZ21vZHVsZXMvbW9kdWxlc3RvcmUvdjEvbW9kdWxlc3RvcmVfc2VydmljZS5wcm90bxIYZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxIrkBChNCaW5kSW5zdGFuY2VSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEg8KB3Byb2ZpbGUYBCABKAkSFwoPcGFyZW50X2FnZW50X2lkGAUgASgJEg0KBWNhdXNlGAYgASgJEjMKCGJpbmRpbmdzGAcgAygLMiEuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkJpbmRpbmciRgoUQmluZEluc3RhbmNlUmVzcG9uc2USLgoGcm9zdGVyGAEgAygLMh4uZ2dtb2R1bGVzLmNvbW1vbi52MS5Sb3N0ZXJSb3ciHwoPU2V0U3lzdGVtUHJvbXB0EgwKBHRleHQYASABKAkiXgoOQXBwZW5kTWVzc2FnZXMSOAoIbWVzc2FnZXMYASADKAsyJi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuTWVzc2FnZUlucHV0EhIKCnN0YXJ0X3R1cm4YAiABKAgiLAoIT3BlblZpZXcSDwoHdmlld19pZBgBIAEoCRIPCgdjb250ZW50GAIgASgJIhwKCUNsb3NlVmlldxIPCgd2aWV3X2lkGAEgASgJIi0KCFBpbkJsb2NrEhAKCGJsb2NrX2lkGAEgASgJEg8KB2NvbnRlbnQYAiABKAkiHgoKVW5waW5CbG9jaxIQCghibG9ja19pZBgBIAEoCSIYCghXcml0ZVBhZBIMCgR0ZXh0GAEgASgJIjsKCVdyaXRlRmlsZRIMCgRuYW1lGAEgASgJEgwKBGJvZHkYAiABKAkSEgoKaW5kZXhfbGluZRgDIAEoCSIaCgpEZWxldGVGaWxlEgwKBG5hbWUYASABKAkiRAoKQ3JlYXRlVGFzaxINCgV0aXRsZRgBIAEoCRITCgtkZXNjcmlwdGlvbhgCIAEoCRISCgpibG9ja2VkX2J5GAMgAygDIoEBCgpVcGRhdGVUYXNrEg8KB3Rhc2tfaWQYASABKAMSLwoGc3RhdHVzGAIgASgOMh8uZ2dtb2R1bGVzLmNvbW1vbi52MS5UYXNrU3RhdHVzEhYKDmFkZF9ibG9ja2VkX2J5GAMgAygDEhkKEXJlbW92ZV9ibG9ja2VkX2J5GAQgAygDIjoKC0NyZWF0ZUlzc3VlEg4KBnByZWZpeBgBIAEoCRINCgV0aXRsZRgCIAEoCRIMCgRib2R5GAMgASgJIl8KC1VwZGF0ZUlzc3VlEhAKCGlzc3VlX2lkGAEgASgJEjAKBnN0YXR1cxgCIAEoDjIgLmdnbW9kdWxlcy5jb21tb24udjEuSXNzdWVTdGF0dXMSDAoEYm9keRgDIAEoCSI7CghQdXRTa2lsbBIMCgRuYW1lGAEgASgJEhMKC2Rlc2NyaXB0aW9uGAIgASgJEgwKBGJvZHkYAyABKAkiGQoJUmVhZFNraWxsEgwKBG5hbWUYASABKAkiWAoNQXJjaGl2ZVRocmVhZBINCgV0aXRsZRgBIAEoCRI4CghtZXNzYWdlcxgCIAMoCzImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5NZXNzYWdlSW5wdXQiswgKDFdyaXRlUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIQCghhZ2VudF9pZBgDIAEoCRIQCghzdG9yZV9pZBgEIAEoCRJGChFzZXRfc3lzdGVtX3Byb21wdBgKIAEoCzIpLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZXRTeXN0ZW1Qcm9tcHRIABJDCg9hcHBlbmRfbWVzc2FnZXMYCyABKAsyKC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQXBwZW5kTWVzc2FnZXNIABI3CglvcGVuX3ZpZXcYDCABKAsyIi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuT3BlblZpZXdIABI5CgpjbG9zZV92aWV3GA0gASgLMiMuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkNsb3NlVmlld0gAEjcKCXBpbl9ibG9jaxgOIAEoCzIiLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5QaW5CbG9ja0gAEjsKC3VucGluX2Jsb2NrGA8gASgLMiQuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlVucGluQmxvY2tIABI3Cgl3cml0ZV9wYWQYECABKAsyIi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuV3JpdGVQYWRIABI5Cgp3cml0ZV9maWxlGBEgASgLMiMuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLldyaXRlRmlsZUgAEjsKC2RlbGV0ZV9maWxlGBIgASgLMiQuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkRlbGV0ZUZpbGVIABI7CgtjcmVhdGVfdGFzaxgTIAEoCzIkLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5DcmVhdGVUYXNrSAASOwoLdXBkYXRlX3Rhc2sYFCABKAsyJC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuVXBkYXRlVGFza0gAEj0KDGNyZWF0ZV9pc3N1ZRgVIAEoCzIlLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5DcmVhdGVJc3N1ZUgAEj0KDHVwZGF0ZV9pc3N1ZRgWIAEoCzIlLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5VcGRhdGVJc3N1ZUgAEjcKCXB1dF9za2lsbBgXIAEoCzIiLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5QdXRTa2lsbEgAEjkKCnJlYWRfc2tpbGwYGCABKAsyIy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuUmVhZFNraWxsSAASQQoOYXJjaGl2ZV90aHJlYWQYGSABKAsyJy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQXJjaGl2ZVRocmVhZEgAQgQKAm9wIqwBCg1Xcml0ZVJlc3BvbnNlEhAKCHN0b3JlX2lkGAEgASgJEjMKB2ZpZ3VyZXMYAiABKAsyIi5nZ21vZHVsZXMuY29tbW9uLnYxLk1vZHVsZUZpZ3VyZXMSDwoHdGFza19pZBgDIAEoAxIQCghpc3N1ZV9pZBgEIAEoCRIRCgl0aHJlYWRfaWQYBSABKAMSEAoIbGFzdF9zZXEYBiABKAMSDAoEdHVybhgHIAEoAyJRCg5TZXNzaW9uUmVxdWVzdBI3CgV3cml0ZRgBIAEoCzImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5Xcml0ZVJlcXVlc3RIAEIGCgRpdGVtIqgBCg9TZXNzaW9uUmVzcG9uc2USEgoKcmVxdWVzdF9pZBgBIAEoCRITCgttZXNzYWdlX3NlcRgCIAEoAxI6Cgd3cml0dGVuGAMgASgLMicuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLldyaXRlUmVzcG9uc2VIABIlCgdyZWZ1c2VkGAQgASgLMhIuZ29vZ2xlLnJwYy5TdGF0dXNIAEIJCgdvdXRjb21lImsKD0dldFN0b3JlUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIc3RvcmVfaWQYAiABKAkSEAoIYWdlbnRfaWQYAyABKAkSEQoJYWZ0ZXJfc2VxGAQgASgDEhEKCXBhZ2Vfc2l6ZRgFIAEoBSJ5ChBHZXRTdG9yZVJlc3BvbnNlEi4KBXN0b3JlGAEgASgLMh8uZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlN0b3JlEjUKCGNvbnRlbnRzGAIgASgLMiMuZ2dtb2R1bGVzLmNvbW1vbi52MS5Nb2R1bGVDb250ZW50cyJzChFMaXN0U3RvcmVzUmVxdWVzdBIOCgZydW5faWQYASABKAkSJwoEa2luZBgCIAEoDjIZLmdnbW9kdWxlcy5jb21tb24udjEuS2luZBIRCglwYWdlX3NpemUYAyABKAUSEgoKcGFnZV90b2tlbhgEIAEoCSJeChJMaXN0U3RvcmVzUmVzcG9uc2USLwoGc3RvcmVzGAEgAygLMh8uZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlN0b3JlEhcKD25leHRfcGFnZV90b2tlbhgCIAEoCSI3ChNSZW5kZXJQcm9tcHRSZXF1ZXN0Eg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCSJVChRSZW5kZXJQcm9tcHRSZXNwb25zZRI9Cg1jb250cmlidXRpb25zGAEgAygLMiYuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkNvbnRyaWJ1dGlvbiI7ChBMaXN0VG9vbHNSZXF1ZXN0EicKBGtpbmQYASABKA4yGS5nZ21vZHVsZXMuY29tbW9uLnYxLktpbmQiTAoRTGlzdFRvb2xzUmVzcG9uc2USNwoFdG9vbHMYASADKAsyKC5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuVG9vbERlZmluaXRpb24icgoPQ2FsbFRvb2xSZXF1ZXN0EhIKCnJlcXVlc3RfaWQYASABKAkSDgoGcnVuX2lkGAIgASgJEhAKCGFnZW50X2lkGAMgASgJEhEKCXRvb2xfbmFtZRgEIAEoCRIWCg5hcmd1bWVudHNfanNvbhgFIAEoCSInChBDYWxsVG9vbFJlc3BvbnNlEhMKC3Jlc3VsdF9qc29uGAEgASgJIrQBChRTZWFyY2hBcmNoaXZlUmVxdWVzdBIOCgZydW5faWQYASABKAkSEAoIYWdlbnRfaWQYAiABKAkSEAoIc3RvcmVfaWQYAyABKAkSDQoFcXVlcnkYBCABKAkSEQoJcGFnZV9zaXplGAUgASgFEhIKCnBhZ2VfdG9rZW4YBiABKAkSMgoEbW9kZRgHIAEoDjIkLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5TZWFyY2hNb2RlIs4BChVTZWFyY2hBcmNoaXZlUmVzcG9uc2USNAoHdGhyZWFkcxgBIAMoCzIjLmdnbW9kdWxlcy5jb21tb24udjEuQXJjaGl2ZWRUaHJlYWQSMgoEaGl0cxgCIAMoCzIkLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5BcmNoaXZlSGl0EhcKD25leHRfcGFnZV90b2tlbhgDIAEoCRIyCgRtb2RlGAQgASgOMiQuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlNlYXJjaE1vZGUiqAEKDEhhbmRvdmVyS2luZBInCgRraW5kGAEgASgOMhkuZ2dtb2R1bGVzLmNvbW1vbi52MS5LaW5kEi0KB291dGNvbWUYAiABKA4yHC5nZ21vZHVsZXMuY29tbW9uLnYxLk91dGNvbWUSMgoHYmluZGluZxgDIAEoCzIhLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5CaW5kaW5nEgwKBG5vdGUYBCABKAki3AEKD0hhbmRvdmVyUmVxdWVzdBISCgpyZXF1ZXN0X2lkGAEgASgJEg4KBnJ1bl9pZBgCIAEoCRIcChRwcmVkZWNlc3Nvcl9hZ2VudF9pZBgDIAEoCRIaChJzdWNjZXNzb3JfYWdlbnRfaWQYBCABKAkSDwoHcHJvZmlsZRgFIAEoCRINCgVjYXVzZRgGIAEoCRI1CgVraW5kcxgHIAMoCzImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5IYW5kb3ZlcktpbmQSFAoMb3BlbmluZ19ub3RlGAggASgJInYKEEhhbmRvdmVyUmVzcG9uc2USLgoGcm9zdGVyGAEgAygLMh4uZ2dtb2R1bGVzLmNvbW1vbi52MS5Sb3N0ZXJSb3cSMgoIb3V0Y29tZXMYAiADKAsyIC5nZ21vZHVsZXMuY29tbW9uLnYxLktpbmRPdXRjb21lIlAKEVJlYWRPdXRib3hSZXF1ZXN0EhgKEGFmdGVyX29yaWdpbl9zZXEYASABKAMSEQoJcGFnZV9zaXplGAIgASgFEg4KBnJ1bl9pZBgDIAEoCSJZChJSZWFkT3V0Ym94UmVzcG9uc2USKgoGZXZlbnRzGAEgAygLMhouZ2dtb2R1bGVzLmNvbW1vbi52MS5FdmVudBIXCg9oZWFkX29yaWdpbl9zZXEYAiABKAMyyAYKEk1vZHVsZVN0b3JlU2VydmljZRJYCgVXcml0ZRImLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5Xcml0ZVJlcXVlc3QaJy5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuV3JpdGVSZXNwb25zZRJhCghHZXRTdG9yZRIpLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5HZXRTdG9yZVJlcXVlc3QaKi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuR2V0U3RvcmVSZXNwb25zZRJnCgpMaXN0U3RvcmVzEisuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkxpc3RTdG9yZXNSZXF1ZXN0GiwuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLkxpc3RTdG9yZXNSZXNwb25zZRJtCgxSZW5kZXJQcm9tcHQSLS5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuUmVuZGVyUHJvbXB0UmVxdWVzdBouLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5SZW5kZXJQcm9tcHRSZXNwb25zZRJkCglMaXN0VG9vbHMSKi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuTGlzdFRvb2xzUmVxdWVzdBorLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5MaXN0VG9vbHNSZXNwb25zZRJhCghDYWxsVG9vbBIpLmdnbW9kdWxlcy5tb2R1bGVzdG9yZS52MS5DYWxsVG9vbFJlcXVlc3QaKi5nZ21vZHVsZXMubW9kdWxlc3RvcmUudjEuQ2FsbFRvb2xSZXNwb25zZRJwCg1TZWFyY2hBcmNoaXZlEi4uZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlNlYXJjaEFyY2hpdmVSZXF1ZXN0Gi8uZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlNlYXJjaEFyY2hpdmVSZXNwb25zZRJiCgdTZXNzaW9uEiguZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlNlc3Npb25SZXF1ZXN0GikuZ2dtb2R1bGVzLm1vZHVsZXN0b3JlLnYxLlNlc3Npb25SZXNwb25zZSgBMAFiBnByb3RvMw", [file_ggmodules_common_v1_common, file_ggmodules_common_v1_event, file_ggmodules_common_v1_module, file_ggmodules_modulestore_v1_modulestore, file_google_rpc_status]);
 
 /**
  * Asks ModuleStore to bind a newly minted agent (Registry's plan, one binding per kind).
@@ -806,6 +808,88 @@ export const WriteResponseSchema: GenMessage<WriteResponse> = /*@__PURE__*/
   messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 19);
 
 /**
+ * One message of a write session.
+ *
+ * @generated from message ggmodules.modulestore.v1.SessionRequest
+ */
+export type SessionRequest = Message<"ggmodules.modulestore.v1.SessionRequest"> & {
+  /**
+   * What the message asks; exactly one (a message with none is refused INVALID_ARGUMENT, INVALID_FIELD).
+   *
+   * @generated from oneof ggmodules.modulestore.v1.SessionRequest.item
+   */
+  item: {
+    /**
+     * One write, exactly as Write takes it: request id, run, acting agent, store and op.
+     *
+     * @generated from field: ggmodules.modulestore.v1.WriteRequest write = 1;
+     */
+    value: WriteRequest;
+    case: "write";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ggmodules.modulestore.v1.SessionRequest.
+ * Use `create(SessionRequestSchema)` to create a new message.
+ */
+export const SessionRequestSchema: GenMessage<SessionRequest> = /*@__PURE__*/
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 20);
+
+/**
+ * The answer to one SessionRequest. Answers come in the order the messages were sent, one per message.
+ *
+ * @generated from message ggmodules.modulestore.v1.SessionResponse
+ */
+export type SessionResponse = Message<"ggmodules.modulestore.v1.SessionResponse"> & {
+  /**
+   * The request_id of the write answered (empty when it had none or the message could not be decoded).
+   *
+   * @generated from field: string request_id = 1;
+   */
+  requestId: string;
+
+  /**
+   * The message's place in the session: 1 for the first message sent on the stream, and so on.
+   *
+   * @generated from field: int64 message_seq = 2;
+   */
+  messageSeq: bigint;
+
+  /**
+   * How the write went; exactly one.
+   *
+   * @generated from oneof ggmodules.modulestore.v1.SessionResponse.outcome
+   */
+  outcome: {
+    /**
+     * Applied and durable: what Write would have answered.
+     *
+     * @generated from field: ggmodules.modulestore.v1.WriteResponse written = 3;
+     */
+    value: WriteResponse;
+    case: "written";
+  } | {
+    /**
+     * Refused, nothing changed: the status Write would have ended with (code, message, and in details a
+     * google.rpc.ErrorInfo with the reason and metadata, plus a google.rpc.BadRequest when fields are at
+     * fault). UNAVAILABLE (the database did not answer) may be sent again under the same request id.
+     *
+     * @generated from field: google.rpc.Status refused = 4;
+     */
+    value: Status;
+    case: "refused";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ggmodules.modulestore.v1.SessionResponse.
+ * Use `create(SessionResponseSchema)` to create a new message.
+ */
+export const SessionResponseSchema: GenMessage<SessionResponse> = /*@__PURE__*/
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 21);
+
+/**
  * Reads one store as one of its holders sees it.
  *
  * @generated from message ggmodules.modulestore.v1.GetStoreRequest
@@ -853,7 +937,7 @@ export type GetStoreRequest = Message<"ggmodules.modulestore.v1.GetStoreRequest"
  * Use `create(GetStoreRequestSchema)` to create a new message.
  */
 export const GetStoreRequestSchema: GenMessage<GetStoreRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 20);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 22);
 
 /**
  * A store and (a page of) its contents.
@@ -881,7 +965,7 @@ export type GetStoreResponse = Message<"ggmodules.modulestore.v1.GetStoreRespons
  * Use `create(GetStoreResponseSchema)` to create a new message.
  */
 export const GetStoreResponseSchema: GenMessage<GetStoreResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 21);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 23);
 
 /**
  * Lists a run's stores, a page at a time, oldest first.
@@ -923,7 +1007,7 @@ export type ListStoresRequest = Message<"ggmodules.modulestore.v1.ListStoresRequ
  * Use `create(ListStoresRequestSchema)` to create a new message.
  */
 export const ListStoresRequestSchema: GenMessage<ListStoresRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 22);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 24);
 
 /**
  * One page of stores.
@@ -951,7 +1035,7 @@ export type ListStoresResponse = Message<"ggmodules.modulestore.v1.ListStoresRes
  * Use `create(ListStoresResponseSchema)` to create a new message.
  */
 export const ListStoresResponseSchema: GenMessage<ListStoresResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 23);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 25);
 
 /**
  * Asks for an agent's prompt contributions.
@@ -979,7 +1063,7 @@ export type RenderPromptRequest = Message<"ggmodules.modulestore.v1.RenderPrompt
  * Use `create(RenderPromptRequestSchema)` to create a new message.
  */
 export const RenderPromptRequestSchema: GenMessage<RenderPromptRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 24);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 26);
 
 /**
  * What goes into the agent's request to the model, module by module.
@@ -1000,7 +1084,7 @@ export type RenderPromptResponse = Message<"ggmodules.modulestore.v1.RenderPromp
  * Use `create(RenderPromptResponseSchema)` to create a new message.
  */
 export const RenderPromptResponseSchema: GenMessage<RenderPromptResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 25);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 27);
 
 /**
  * Asks for the published tools.
@@ -1021,7 +1105,7 @@ export type ListToolsRequest = Message<"ggmodules.modulestore.v1.ListToolsReques
  * Use `create(ListToolsRequestSchema)` to create a new message.
  */
 export const ListToolsRequestSchema: GenMessage<ListToolsRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 26);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 28);
 
 /**
  * The tools, grouped by kind in kind order.
@@ -1042,7 +1126,7 @@ export type ListToolsResponse = Message<"ggmodules.modulestore.v1.ListToolsRespo
  * Use `create(ListToolsResponseSchema)` to create a new message.
  */
 export const ListToolsResponseSchema: GenMessage<ListToolsResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 27);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 29);
 
 /**
  * A tool call the model made, executed as the acting agent (on its store of the tool's kind).
@@ -1092,7 +1176,7 @@ export type CallToolRequest = Message<"ggmodules.modulestore.v1.CallToolRequest"
  * Use `create(CallToolRequestSchema)` to create a new message.
  */
 export const CallToolRequestSchema: GenMessage<CallToolRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 28);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 30);
 
 /**
  * The tool's answer.
@@ -1113,7 +1197,7 @@ export type CallToolResponse = Message<"ggmodules.modulestore.v1.CallToolRespons
  * Use `create(CallToolResponseSchema)` to create a new message.
  */
 export const CallToolResponseSchema: GenMessage<CallToolResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 29);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 31);
 
 /**
  * A search of one archive store.
@@ -1189,7 +1273,7 @@ export type SearchArchiveRequest = Message<"ggmodules.modulestore.v1.SearchArchi
  * Use `create(SearchArchiveRequestSchema)` to create a new message.
  */
 export const SearchArchiveRequestSchema: GenMessage<SearchArchiveRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 30);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 32);
 
 /**
  * One page of the threads a query matched.
@@ -1231,7 +1315,7 @@ export type SearchArchiveResponse = Message<"ggmodules.modulestore.v1.SearchArch
  * Use `create(SearchArchiveResponseSchema)` to create a new message.
  */
 export const SearchArchiveResponseSchema: GenMessage<SearchArchiveResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 31);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 33);
 
 /**
  * One kind's part of a handover.
@@ -1276,7 +1360,7 @@ export type HandoverKind = Message<"ggmodules.modulestore.v1.HandoverKind"> & {
  * Use `create(HandoverKindSchema)` to create a new message.
  */
 export const HandoverKindSchema: GenMessage<HandoverKind> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 32);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 34);
 
 /**
  * A transfer's whole effect on ModuleStore, applied in one transaction (R27).
@@ -1346,7 +1430,7 @@ export type HandoverRequest = Message<"ggmodules.modulestore.v1.HandoverRequest"
  * Use `create(HandoverRequestSchema)` to create a new message.
  */
 export const HandoverRequestSchema: GenMessage<HandoverRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 33);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 35);
 
 /**
  * What the handover did.
@@ -1374,7 +1458,7 @@ export type HandoverResponse = Message<"ggmodules.modulestore.v1.HandoverRespons
  * Use `create(HandoverResponseSchema)` to create a new message.
  */
 export const HandoverResponseSchema: GenMessage<HandoverResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 34);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 36);
 
 /**
  * Reads this service's outbox by page (Telemetry follows WatchOutbox instead).
@@ -1410,7 +1494,7 @@ export type ReadOutboxRequest = Message<"ggmodules.modulestore.v1.ReadOutboxRequ
  * Use `create(ReadOutboxRequestSchema)` to create a new message.
  */
 export const ReadOutboxRequestSchema: GenMessage<ReadOutboxRequest> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 35);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 37);
 
 /**
  * One page of the outbox.
@@ -1438,7 +1522,7 @@ export type ReadOutboxResponse = Message<"ggmodules.modulestore.v1.ReadOutboxRes
  * Use `create(ReadOutboxResponseSchema)` to create a new message.
  */
 export const ReadOutboxResponseSchema: GenMessage<ReadOutboxResponse> = /*@__PURE__*/
-  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 36);
+  messageDesc(file_ggmodules_modulestore_v1_modulestore_service, 38);
 
 /**
  * Holds the backing stores of the six kinds, their holders, contents and caps; forks and shares them;
@@ -1514,15 +1598,31 @@ export const ModuleStoreService: GenService<{
    * threads it holds: its own and its parent's up to the fork. The query language is described on
    * SearchArchiveRequest.query; a query that cannot be searched is INVALID_ARGUMENT, reason INVALID_QUERY.
    *
-   * BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
-   * their messages stay here.
-   *
    * @generated from rpc ggmodules.modulestore.v1.ModuleStoreService.SearchArchive
    */
   searchArchive: {
     methodKind: "unary";
     input: typeof SearchArchiveRequestSchema;
     output: typeof SearchArchiveResponseSchema;
+  },
+  /**
+   * A write session: an agent opens one stream with its credential and sends its writes on it, one per
+   * message. Each is answered in the order sent: once durable, with what Write would answer; else with the
+   * refusal Write would end with, and the session goes on. The same rules, caps, events and request ids as
+   * Write (R49: a write sent again, on a session or through Write, under its request id returns the first
+   * answer). The credential is checked when the stream opens (a missing, invalid or expired one, or one
+   * that is not an agent's, ends it with that status); each message must name the credential's run and
+   * agent, else that message alone is refused (PERMISSION_DENIED, WRONG_RUN or AGENT_MISMATCH).
+   *
+   * BindInstance, Handover and ReadOutbox are internal (ggmodules.internal.v1.ModuleStoreInternalService);
+   * their messages stay here.
+   *
+   * @generated from rpc ggmodules.modulestore.v1.ModuleStoreService.Session
+   */
+  session: {
+    methodKind: "bidi_streaming";
+    input: typeof SessionRequestSchema;
+    output: typeof SessionResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ggmodules_modulestore_v1_modulestore_service, 0);

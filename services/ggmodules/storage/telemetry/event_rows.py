@@ -1,0 +1,83 @@
+"""How an event is stored in `tel_events` and read back.
+
+The row's columns hold the event's origin, origin_seq, run_id and agent_id (for the run index and the
+filters), so its stored payload leaves them out (issue 14: Telemetry's stored bytes) and a
+read puts them back from the columns. A payload stored before that still carries them: read back the same.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from typing import Any
+
+from sqlalchemy import Row, func, select
+from sqlalchemy.engine import Connection
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.core.telemetry.streams import StreamFilter
+from ggmodules.storage.telemetry.recent import StoredEvent
+from ggmodules.storage.telemetry.tables import TelEventRow
+
+EVENTS = TelEventRow.__table__  # type: ignore[attr-defined]
+# The fields a row's columns hold, left out of its payload.
+_IN_COLUMNS = ("origin", "origin_seq", "run_id", "agent_id")
+
+
+def stored_payload(ev: event_pb2.Event) -> bytes:
+    """`ev` serialized without the fields its row's columns hold (`ev` is left as it was)."""
+    held = (ev.origin, ev.origin_seq, ev.run_id, ev.agent_id)
+    ev.origin, ev.origin_seq, ev.run_id, ev.agent_id = "", 0, "", ""
+    try:
+        return ev.SerializeToString()
+    finally:
+        ev.origin, ev.origin_seq, ev.run_id, ev.agent_id = held
+
+
+def event_of(row: Row[Any]) -> event_pb2.Event:
+    """The event a row holds: its payload with the columns' fields put back."""
+    ev = event_pb2.Event.FromString(row.payload)
+    ev.origin, ev.origin_seq, ev.run_id, ev.agent_id = row.origin, row.origin_seq, row.run_id, row.agent_id
+    return ev
+
+
+_INSERT = EVENTS.insert().returning(EVENTS.c.cursor, EVENTS.c.origin, EVENTS.c.origin_seq)
+
+
+def insert(conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
+    """Inserts `events` (each (origin, origin_seq) once: the caller passed over those stored already);
+    returns them with their cursors and stored sizes."""
+    payloads = {(ev.origin, ev.origin_seq): (ev, stored_payload(ev)) for ev in events}
+    now = int(time.time())
+    rows_in = [
+        {
+            "origin": ev.origin,
+            "origin_seq": ev.origin_seq,
+            "run_id": ev.run_id,
+            "agent_id": ev.agent_id,
+            "payload": payload,
+            "stored_at": now,
+        }
+        for ev, payload in payloads.values()
+    ]
+    # The rows go as parameters, apart from the statement, so it is compiled once (SQLAlchemy's
+    # "insertmanyvalues" still sends them as one INSERT).
+    rows = conn.execute(_INSERT, rows_in).all()
+    stored = []
+    for r in rows:
+        ev, payload = payloads[(r.origin, r.origin_seq)]
+        stored.append(StoredEvent(int(r.cursor), ev, len(payload)))
+    return stored
+
+
+def read(conn: Connection, where: StreamFilter, after: int, limit: int) -> tuple[list[StoredEvent], int]:
+    """At most `limit` matching events after `after` up to the newest cursor, and that newest cursor."""
+    head = int(conn.execute(select(func.max(EVENTS.c.cursor))).scalar() or 0)
+    columns = (EVENTS.c[name] for name in ("cursor", "payload", *_IN_COLUMNS))
+    stmt = select(*columns).where(EVENTS.c.cursor > after, EVENTS.c.cursor <= head)
+    if where.run_id:
+        stmt = stmt.where(EVENTS.c.run_id == where.run_id)
+    if where.agent_id:
+        stmt = stmt.where(EVENTS.c.agent_id == where.agent_id)
+    rows = conn.execute(stmt.order_by(EVENTS.c.cursor).limit(limit)).all()
+    return [StoredEvent(int(r.cursor), event_of(r), len(r.payload)) for r in rows], head
