@@ -18,7 +18,8 @@ from ggmodules.core.errors import OutOfRange
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import StoredEvent, TelemetryRepository
-from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem, open_event_log
+from ggmodules.storage.telemetry.event_logs import open_event_log
+from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
 from tests.harness import drop_database, new_database_url
 from tests.harness.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url, needs_nats

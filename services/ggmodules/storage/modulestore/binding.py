@@ -15,12 +15,13 @@ from sqlalchemy.engine import Connection
 from ggmodules.core.errors import AlreadyExists, FailedPrecondition, NotFound, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow, check_plan
+from ggmodules.core.modules.binding import check_plan
 from ggmodules.core.modules.copying import Resolved, catalogue_key, forked, resolve
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.states import decode_state, empty_state, encode_state
 from ggmodules.core.modules.store import StoreHead
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Binding, BindPlan, RosterRow
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.events import bind_event, roster_event
 from ggmodules.storage.modulestore.fast_log import FastOutbox

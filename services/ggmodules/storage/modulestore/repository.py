@@ -14,13 +14,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
-from ggmodules.core.modules.binding import BindPlan, RosterRow
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
 from ggmodules.core.modules.handover import HandoverPlan, KindResult
 from ggmodules.core.modules.ops import Op
 from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.dispatch import Result, ToolCall
 from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
+from ggmodules.core.roster import BindPlan, RosterRow
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.migrations import migrate

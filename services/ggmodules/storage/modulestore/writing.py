@@ -13,14 +13,15 @@ from ggmodules.core.errors import PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.handover import handed_on
 from ggmodules.core.modules.ops import LOG_OPS, OP_NAME, Op
 from ggmodules.core.modules.states import KindState, decode_state, encode_state
 from ggmodules.core.modules.store import Applied, StoreHead
-from ggmodules.core.modules.values import MemoryStrategy
 from ggmodules.core.modules.views import WriteResult
 from ggmodules.core.modules.write import apply_write
+from ggmodules.core.roster import Caps
+from ggmodules.core.vocabulary import MemoryStrategy
 from ggmodules.storage.modulestore import co_holders, handovers, read_sets
 from ggmodules.storage.modulestore.events import write_event
 from ggmodules.storage.modulestore.fast_log import FastOutbox

@@ -18,9 +18,9 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import RunSpec
-from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import TRANSFER_CAUSES, Cause, RunStatus
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestKey, RequestLog
@@ -38,7 +38,6 @@ from ggmodules.storage.registry.tables import (
 
 T = TypeVar("T")
 ORIGIN = "registry"
-SUCCESSOR_CAUSES = ("transition", "exec")
 
 _runs = RegRunRow.__table__  # type: ignore[attr-defined]
 _instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
@@ -79,7 +78,7 @@ class InstanceRecord:
     # The agent this instance came from: its spawner or original (open/spawn/fork), or its predecessor
     # (transition/exec).
     parent_agent_id: str
-    cause: str
+    cause: Cause
     fsm_state: str
     roster: tuple[RosterRow, ...]
     created_us: int
@@ -94,7 +93,7 @@ class InstanceRecord:
 
     @property
     def is_successor(self) -> bool:
-        return self.cause in SUCCESSOR_CAUSES
+        return self.cause in TRANSFER_CAUSES
 
 
 class RegistryRepository:
@@ -334,7 +333,7 @@ def _run_record(row: Any) -> RunRecord:
 def _instance_record(row: Any) -> InstanceRecord:
     return InstanceRecord(
         run_id=row.run_id, agent_id=row.agent_id, profile=row.profile, parent_agent_id=row.parent_agent_id,
-        cause=row.cause, fsm_state=row.fsm_state, roster=decode_roster(row.roster),
+        cause=Cause(row.cause), fsm_state=row.fsm_state, roster=decode_roster(row.roster),
         created_us=int(row.created_us), seq=int(row.seq), pending=bool(row.pending),
         bind_request=bytes(row.bind_request or b""), reserved_for=row.reserved_for or "",
         released=bool(row.released), opening_note=row.opening_note, successor_agent_id=row.successor_agent_id,
