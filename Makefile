@@ -12,7 +12,7 @@ GOOGLE_PROTOS := clients/typescript/proto
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
 
-.PHONY: setup gen gen-into check-gen lint test run bench clean breaking contract release-contract chromium screenshots
+.PHONY: setup gen gen-into check-gen lint structure test run bench clean breaking contract release-contract chromium screenshots
 
 setup: $(STAMP) $(BUF) $(TS_CLIENT)
 
@@ -56,10 +56,14 @@ check-gen: $(STAMP) $(BUF) $(TS_CLIENT)
 	  rm -rf $$out $$out.yaml; \
 	  test $$stale = 0 || { echo 'generated TypeScript is stale: run make gen and commit'; exit 1; }
 
-lint: setup check-gen contract
+lint: setup check-gen contract structure
 	$(BUF) lint
-	$(VENV)/bin/ruff check services clients tests examples
-	$(VENV)/bin/mypy services clients examples
+	$(VENV)/bin/ruff check services clients tests examples tools
+	$(VENV)/bin/mypy services clients examples tools
+
+# Layers, import cycles and module sizes (tools/check_structure.py names each offending import or file).
+structure: $(STAMP)
+	$(PY) tools/check_structure.py
 
 # The contract gate: the protos may not break the released contract, a committed image of it
 # (protos/released.binpb; rules FILE, buf.yaml). Run by `make lint`, hence by .ci/run.

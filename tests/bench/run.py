@@ -5,8 +5,8 @@ ModuleStore beside it, each on its own SQLite file). The no-op is the standard h
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
 `telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `fanout`, `auth`, `latency`,
-`session`) prints one section. Every service runs with auth on (the harness's keys); `auth` sets append
-through the credential check beside append on a --insecure-dev ModuleStore.
+`session`, `writes`) prints one section. Every service runs with auth on (the harness's keys); `auth`
+sets append through the credential check beside append on a --insecure-dev ModuleStore.
 
 Each section is a module of tests/bench with a `figures(quick)` that prints it; `SECTIONS` below names them in
 the order a full run prints them. A new section: a module tests/bench/<name>.py and one line in SECTIONS.
@@ -17,7 +17,18 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable
 
-from tests.bench import archive, auth, fanout, growth, latency, modulestore, session, telemetry, transfer
+from tests.bench import (
+    archive,
+    auth,
+    fanout,
+    growth,
+    latency,
+    modulestore,
+    session,
+    telemetry,
+    transfer,
+    writes,
+)
 
 # --only name -> the function that prints the section (argument: quick), in the order a full run prints them.
 SECTIONS: dict[str, Callable[[bool], None]] = {
@@ -32,6 +43,7 @@ SECTIONS: dict[str, Callable[[bool], None]] = {
     "fanout": fanout.figures,
     "latency": latency.figures,
     "session": session.figures,
+    "writes": writes.figures,
 }
 
 

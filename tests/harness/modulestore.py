@@ -11,8 +11,9 @@ from typing import Any
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.registry.plans import BindPlan, RosterRow, plan_fork, plan_open, plan_spawn
+from ggmodules.core.registry.plans import plan_fork, plan_open, plan_spawn
 from ggmodules.core.registry.profiles import ModuleInput, Profile, ProfileInput, validate_profile
+from ggmodules.core.roster import BindPlan, RosterRow
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as svc_grpc

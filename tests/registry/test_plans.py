@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.registry.plans import Binding, RosterRow, plan_fork, plan_open, plan_spawn
+from ggmodules.core.registry.plans import plan_fork, plan_open, plan_spawn
 from ggmodules.core.registry.profiles import ModuleInput, Profile, ProfileInput, validate_profile
-from ggmodules.core.registry.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Binding, RosterRow
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin
 
 D, C, S, F, N = BindAction.DISABLED, BindAction.CREATE, BindAction.SHARE, BindAction.FORK, BindAction.NAMED
 

@@ -41,14 +41,13 @@ from ggmodules.transfer.v1 import transfer_service_pb2 as tr
 from ggmodules.transfer.v1.transfer_service_pb2_grpc import TransferServiceStub
 from tests.harness import NO_POSTGRES, POSTGRES_URL, ServiceProcess, open_channel
 from tests.harness.crowd import SIX, Client, Tally, ask, crowd, crowd_run
+from tests.harness.event_logs import drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness.transfers import markers
 from tests.replicas._support.cluster import (
     LEASE_SCAN_SECONDS,
     LEASE_SECONDS,
-    NATS_URL,
     Cluster,
     ask_failing_over,
-    event_log_supported,
     instances,
     new_request_id,
     outbox,
@@ -69,22 +68,20 @@ STREAM_SECONDS = 10.0
 PENDING_SECONDS = 30.0
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 
-EVENT_LOGS = [
-    pytest.param("sql", id="sql-log"),
-    pytest.param(
-        NATS_URL, id="jetstream",
-        marks=pytest.mark.skipif(
-            not event_log_supported(), reason="Telemetry has no --event-log yet (issue 9's NATS half)"
-        ),
-    ),
-]
+EVENT_LOGS = [pytest.param("sql", id="sql-log"), pytest.param("jetstream", id="jetstream", marks=needs_nats)]
 
 
 @pytest.fixture(scope="module", params=EVENT_LOGS)
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
-    c = Cluster(tmp_path_factory.mktemp("replicas"), request.param)
-    yield c
-    c.close()
+    # A JetStream stream of its own: other suites on this NATS server must not share this one's stream.
+    event_log = fresh_jetstream_url() if request.param == "jetstream" else "sql"
+    c = Cluster(tmp_path_factory.mktemp("replicas"), event_log)
+    try:
+        yield c
+    finally:
+        c.close()
+        if event_log != "sql":
+            drop_stream(event_log)
 
 
 @dataclass

@@ -7,7 +7,8 @@ import pytest
 from google.rpc import status_pb2
 
 from ggmodules.common.v1 import common_pb2, module_pb2
-from ggmodules.core.errors import Contention, InvalidArgument, Reason, UnknownKind
+from ggmodules.core.errors import Contention, InvalidArgument, Reason
+from ggmodules.core.kinds import UnknownKind
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.runtime import housekeeping

@@ -18,7 +18,8 @@ from ggmodules.core.errors import OutOfRange
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import StoredEvent, TelemetryRepository
-from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem, open_event_log
+from ggmodules.storage.telemetry.event_logs import open_event_log
+from ggmodules.storage.telemetry.eventlog import EventLog, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
 from tests.harness import drop_database, new_database_url
 from tests.harness.event_logs import EVENT_LOGS, drop_stream, fresh_jetstream_url, needs_nats
@@ -129,6 +130,27 @@ def test_each_event_is_stored_once_and_a_repeat_wastes_no_cursor(param: Any, tmp
             assert cursors == list(range(cursors[0], cursors[0] + 5))  # no cursor drawn for a repeat
             head, pruned = await log.bounds()
             assert (head, pruned) == (cursors[-1], cursors[0] - 1)
+
+    run(body)
+
+
+@needs_nats
+def test_jetstream_keeps_the_events_of_an_origin_that_numbers_from_1_again(tmp_path: Path) -> None:
+    """A ModuleStore started on a new database numbers its outbox from 1 again; on a stream that still
+    holds the old installation's events (within JetStream's duplicate window) its events are stored, not
+    dropped as repeats of the old ones with the same origin_seq. (The dedupe id was origin:origin_seq.)"""
+
+    async def body() -> None:
+        async with opened(("sqlite", "jetstream"), tmp_path) as logs:
+            before, after = await logs.open(), await logs.open()  # two positions databases, one stream
+            assert await before.append("ms", [ev("ms", n, run_id="run-old") for n in (1, 2)]) == 2
+            assert await after.append("ms", [ev("ms", n, run_id="run-new") for n in (1, 2)]) == 2
+            stored = await read_all(after)
+            assert [(s.event.run_id, s.event.origin_seq) for s in stored] == [
+                ("run-old", 1), ("run-old", 2), ("run-new", 1), ("run-new", 2)
+            ]
+            # A relay's repeat of the same event is still dropped.
+            assert await before.append("ms", [ev("ms", 2, run_id="run-new")]) == 0
 
     run(body)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.profiles import ModuleSpec, Profile
-from ggmodules.core.registry.vocabulary import BindAction, Caps, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Caps, RosterRow
 from ggmodules.core.transfer.plan import (
     Edge,
     PredecessorLacks,
@@ -16,7 +15,7 @@ from ggmodules.core.transfer.plan import (
     plan_exec,
     plan_transition,
 )
-from ggmodules.core.vocabulary import Outcome
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
 
 H, M, T, B, S, A = Kind.HISTORY, Kind.MEMORIES, Kind.TASKS, Kind.BOARD, Kind.SKILLS, Kind.ARCHIVE
 C, D, R, F = Outcome.CARRIED, Outcome.DROPPED, Outcome.REINITIALIZED, Outcome.FRESH

@@ -11,7 +11,7 @@ import pytest
 from ggmodules.core.transfer import saga
 from ggmodules.core.transfer.record import Step, TransferRecord
 from ggmodules.core.transfer.saga import Saga
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import TransferKind, TransferState
 
 NOW = 1_700_000_000_000_000
 PLANNED = saga.Planned("coder-0", "coder", "code", "plan", b"plan-bytes", "history arrived")

@@ -17,6 +17,23 @@ from ggmodules.sdk.agent import Agent, AsyncAgent
 from ggmodules.sdk.aio_session import AsyncWriteSession
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
+from ggmodules.sdk.contents import (
+    ArchiveContents,
+    ArchivedThread,
+    Block,
+    BoardContents,
+    Contents,
+    FoundThread,
+    HistoryContents,
+    Issue,
+    MemoriesContents,
+    MemoryEntry,
+    Message,
+    Skill,
+    SkillsContents,
+    Task,
+    TasksContents,
+)
 from ggmodules.sdk.errors import (
     AckBeyondHeadError,
     AgentMismatchError,
@@ -79,33 +96,18 @@ from ggmodules.sdk.handles import (
 )
 from ggmodules.sdk.profiles import Capability, Edge, Fsm, Memories, Profile, Skills
 from ggmodules.sdk.results import (
-    ArchiveContents,
-    ArchivedThread,
-    Block,
-    BoardContents,
     Caps,
-    Contents,
     Contribution,
     Figures,
-    FoundThread,
-    HistoryContents,
     Holder,
     Instance,
-    Issue,
     KindOutcome,
-    MemoriesContents,
-    MemoryEntry,
-    Message,
     Page,
     PromptMessage,
     RosterRow,
     Run,
     SearchPage,
-    Skill,
-    SkillsContents,
     Store,
-    Task,
-    TasksContents,
     ToolDefinition,
     ToolResult,
     Transfer,

@@ -5,11 +5,14 @@
     planner.tasks.create("write the parser")
     copy = planner.fork()
     coder = planner.transition("code").successor       # planner's writes are refused from here on
+
+Also the RPC-method kinds that hand back an agent (`opens`, `transfers`), used here and by the clients.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, overload
 
 import grpc
 
@@ -17,7 +20,7 @@ from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
 from ggmodules.sdk import telemetry_calls as tel
 from ggmodules.sdk import transfer_calls as tr
-from ggmodules.sdk.bound import Async, Bound, M, Sync, Transport, bound_call, bound_opens, bound_transfers
+from ggmodules.sdk.bound import Async, Bound, M, OpBase, Sync, Transport, bound_call, bound_plan, unbound_plan
 from ggmodules.sdk.errors import KindNotHeldError
 from ggmodules.sdk.handles import (
     ArchiveHandle,
@@ -27,13 +30,66 @@ from ggmodules.sdk.handles import (
     SkillsHandle,
     TasksHandle,
 )
-from ggmodules.sdk.plans import ModuleRef
-from ggmodules.sdk.results import Instance, RosterRow
+from ggmodules.sdk.plans import ModuleRef, Plan
+from ggmodules.sdk.results import Instance, RosterRow, Transfer
 from ggmodules.sdk.words import Kind
 
 if TYPE_CHECKING:
     from ggmodules.sdk.aio_session import AsyncWriteSession
     from ggmodules.sdk.session import WriteSession
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+# The RPC methods that answer an agent (open, fork, spawn) or a transfer whose successor is one: they live
+# beside the agent classes they hand back, so bound.py need not know them.
+
+
+class AgentOp(OpBase[P, Instance]):
+    """An RPC answering a new or existing instance, handed back as an agent of the caller's mode."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, obj: Bound[Sync], owner: type[Any]) -> Callable[P, Agent]: ...
+    @overload
+    def __get__(self, obj: Bound[Async], owner: type[Any]) -> Callable[P, Awaitable[AsyncAgent]]: ...
+    def __get__(self, obj: Bound[Any] | None, owner: type[Any]) -> Any:
+        return self if obj is None else self._bind(obj, obj._transport.agent)
+
+
+class TransferOp(OpBase[P, "Transfer[Any]"]):
+    """An RPC answering a transfer, whose successor is handed back as an agent of the caller's mode."""
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
+    @overload
+    def __get__(self, obj: Bound[Sync], owner: type[Any]) -> Callable[P, Transfer[Agent]]: ...
+    @overload
+    def __get__(
+        self, obj: Bound[Async], owner: type[Any]
+    ) -> Callable[P, Awaitable[Transfer[AsyncAgent]]]: ...
+    def __get__(self, obj: Bound[Any] | None, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        agent = obj._transport.agent
+        return self._bind(obj, lambda transfer: transfer.bind(agent))
+
+
+def opens(build: Callable[P, Plan[Instance]]) -> AgentOp[P]:
+    return AgentOp(unbound_plan(build), build)
+
+
+def bound_opens(build: Callable[Concatenate[R, P], Plan[Instance]]) -> AgentOp[P]:
+    return AgentOp(bound_plan(build), build)
+
+
+def transfers(build: Callable[P, Plan[Transfer[Any]]]) -> TransferOp[P]:
+    return TransferOp(unbound_plan(build), build)
+
+
+def bound_transfers(build: Callable[Concatenate[R, P], Plan[Transfer[Any]]]) -> TransferOp[P]:
+    return TransferOp(bound_plan(build), build)
 
 
 class _Agent(Bound[M]):

@@ -11,15 +11,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
+from typing import Any, Concatenate, Generic, ParamSpec, Protocol, Self, TypeVar, overload
 
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
 from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.plans import Plan
-from ggmodules.sdk.results import Instance, Transfer
-
-if TYPE_CHECKING:
-    from ggmodules.sdk.agent import Agent, AsyncAgent
+from ggmodules.sdk.results import Instance
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -90,7 +87,9 @@ class Bound(Generic[M]):
         return derived
 
 
-class _Op(Generic[P, T]):
+class OpBase(Generic[P, T]):
+    """An RPC method: a plan builder, bound on attribute access to its object's transport."""
+
     def __init__(self, plan: Callable[Concatenate[Bound[Any], P], Plan[Any]],
                  doc: Callable[..., Any]) -> None:
         self._plan = plan
@@ -107,7 +106,7 @@ class _Op(Generic[P, T]):
         return bound
 
 
-class Op(_Op[P, T]):
+class Op(OpBase[P, T]):
     @overload
     def __get__(self, obj: None, owner: type[Any]) -> Self: ...
     @overload
@@ -118,45 +117,14 @@ class Op(_Op[P, T]):
         return self if obj is None else self._bind(obj, None)
 
 
-class AgentOp(_Op[P, Instance]):
-    """An RPC answering a new or existing instance, handed back as an agent of the caller's mode."""
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
-    @overload
-    def __get__(self, obj: Bound[Sync], owner: type[Any]) -> Callable[P, Agent]: ...
-    @overload
-    def __get__(self, obj: Bound[Async], owner: type[Any]) -> Callable[P, Awaitable[AsyncAgent]]: ...
-    def __get__(self, obj: Bound[Any] | None, owner: type[Any]) -> Any:
-        return self if obj is None else self._bind(obj, obj._transport.agent)
-
-
-class TransferOp(_Op[P, "Transfer[Any]"]):
-    """An RPC answering a transfer, whose successor is handed back as an agent of the caller's mode."""
-
-    @overload
-    def __get__(self, obj: None, owner: type[Any]) -> Self: ...
-    @overload
-    def __get__(self, obj: Bound[Sync], owner: type[Any]) -> Callable[P, Transfer[Agent]]: ...
-    @overload
-    def __get__(
-        self, obj: Bound[Async], owner: type[Any]
-    ) -> Callable[P, Awaitable[Transfer[AsyncAgent]]]: ...
-    def __get__(self, obj: Bound[Any] | None, owner: type[Any]) -> Any:
-        if obj is None:
-            return self
-        agent = obj._transport.agent
-        return self._bind(obj, lambda transfer: transfer.bind(agent))
-
-
-def _unbound(build: Callable[P, Plan[T]]) -> Callable[Concatenate[Bound[Any], P], Plan[T]]:
+def unbound_plan(build: Callable[P, Plan[T]]) -> Callable[Concatenate[Bound[Any], P], Plan[T]]:
     def plan(_obj: Bound[Any], /, *args: P.args, **kwargs: P.kwargs) -> Plan[T]:
         return build(*args, **kwargs)
 
     return plan
 
 
-def _bound(build: Callable[Concatenate[R, P], Plan[T]]) -> Callable[Concatenate[Bound[Any], P], Plan[T]]:
+def bound_plan(build: Callable[Concatenate[R, P], Plan[T]]) -> Callable[Concatenate[Bound[Any], P], Plan[T]]:
     def plan(obj: Bound[Any], /, *args: P.args, **kwargs: P.kwargs) -> Plan[T]:
         return build(obj._ref, *args, **kwargs)
 
@@ -165,25 +133,9 @@ def _bound(build: Callable[Concatenate[R, P], Plan[T]]) -> Callable[Concatenate[
 
 def call(build: Callable[P, Plan[T]]) -> Op[P, T]:
     """An RPC method made of a builder taking the caller's arguments."""
-    return Op(_unbound(build), build)
+    return Op(unbound_plan(build), build)
 
 
 def bound_call(build: Callable[Concatenate[R, P], Plan[T]]) -> Op[P, T]:
     """An RPC method whose builder also takes the object's reference (an `Instance`, a `ModuleRef`)."""
-    return Op(_bound(build), build)
-
-
-def opens(build: Callable[P, Plan[Instance]]) -> AgentOp[P]:
-    return AgentOp(_unbound(build), build)
-
-
-def bound_opens(build: Callable[Concatenate[R, P], Plan[Instance]]) -> AgentOp[P]:
-    return AgentOp(_bound(build), build)
-
-
-def transfers(build: Callable[P, Plan[Transfer[Any]]]) -> TransferOp[P]:
-    return TransferOp(_unbound(build), build)
-
-
-def bound_transfers(build: Callable[Concatenate[R, P], Plan[Transfer[Any]]]) -> TransferOp[P]:
-    return TransferOp(_bound(build), build)
+    return Op(bound_plan(build), build)

@@ -20,8 +20,9 @@ from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
 from ggmodules.sdk import telemetry_calls as tel
 from ggmodules.sdk import transfer_calls as tr
+from ggmodules.sdk.agent import opens, transfers
 from ggmodules.sdk.aio_transport import AsyncTransport
-from ggmodules.sdk.bound import Async, Bound, M, Sync, call, opens, transfers
+from ggmodules.sdk.bound import Async, Bound, M, Sync, call
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.results import Instance, Run, Store
 from ggmodules.sdk.stream import (

@@ -10,6 +10,7 @@ from google.protobuf import timestamp_pb2
 from ggmodules.common.v1 import common_pb2, module_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.registry.v1 import registry_pb2
+from ggmodules.sdk import contents as mc
 from ggmodules.sdk import results as r
 from ggmodules.sdk.profiles import Capability, Edge, Fsm, Memories, Profile, Skills
 from ggmodules.sdk.words import (
@@ -128,17 +129,17 @@ def instance(pb: registry_pb2.Instance) -> r.Instance:
     )
 
 
-def message(m: module_pb2.Message) -> r.Message:
-    return r.Message(seq=m.seq, role=m.role, content=m.content, turn=m.turn)
+def message(m: module_pb2.Message) -> mc.Message:
+    return mc.Message(seq=m.seq, role=m.role, content=m.content, turn=m.turn)
 
 
-def thread(t: module_pb2.ArchivedThread) -> r.ArchivedThread:
-    return r.ArchivedThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages))
+def thread(t: module_pb2.ArchivedThread) -> mc.ArchivedThread:
+    return mc.ArchivedThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages))
 
 
 def search_page(resp: modulestore_service_pb2.SearchArchiveResponse) -> r.SearchPage:
     found = tuple(
-        r.FoundThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages), score=h.score,
+        mc.FoundThread(id=t.id, title=t.title, messages=tuple(message(m) for m in t.messages), score=h.score,
                       snippet=h.snippet)
         for t, h in zip(resp.threads, resp.hits, strict=True)
     )
@@ -146,44 +147,44 @@ def search_page(resp: modulestore_service_pb2.SearchArchiveResponse) -> r.Search
     return r.SearchPage(found, resp.next_page_token, mode=mode or SearchMode.TEXT)
 
 
-def contents(c: module_pb2.ModuleContents) -> r.Contents | None:
+def contents(c: module_pb2.ModuleContents) -> mc.Contents | None:
     which = c.WhichOneof("contents")
     if which == "history":
         h = c.history
-        return r.HistoryContents(
+        return mc.HistoryContents(
             system_prompt=h.system_prompt if h.system_prompt_set else None,
             messages=tuple(message(m) for m in h.messages),
-            open_views=tuple(r.Block(b.id, b.content) for b in h.open_views),
-            pinned_blocks=tuple(r.Block(b.id, b.content) for b in h.pinned_blocks),
+            open_views=tuple(mc.Block(b.id, b.content) for b in h.open_views),
+            pinned_blocks=tuple(mc.Block(b.id, b.content) for b in h.pinned_blocks),
             turn=h.turn,
             message_count=h.message_count,
         )
     if which == "memories":
-        return r.MemoriesContents(
+        return mc.MemoriesContents(
             strategy=MemoryStrategy.from_number(c.memories.strategy),
-            entries=tuple(r.MemoryEntry(e.name, e.body, e.agent_id, e.index_line)
+            entries=tuple(mc.MemoryEntry(e.name, e.body, e.agent_id, e.index_line)
                           for e in c.memories.entries),
         )
     if which == "tasks":
-        return r.TasksContents(
-            tasks=tuple(r.Task(t.id, t.title, TaskStatus.from_number(t.status), t.description,
+        return mc.TasksContents(
+            tasks=tuple(mc.Task(t.id, t.title, TaskStatus.from_number(t.status), t.description,
                                tuple(t.blocked_by)) for t in c.tasks.tasks),
             next_id=c.tasks.next_id,
         )
     if which == "board":
-        return r.BoardContents(
-            issues=tuple(r.Issue(i.id, i.title, IssueStatus.from_number(i.status), i.body)
+        return mc.BoardContents(
+            issues=tuple(mc.Issue(i.id, i.title, IssueStatus.from_number(i.status), i.body)
                          for i in c.board.issues),
             counters={p.prefix: p.last for p in c.board.counters},
         )
     if which == "skills":
-        return r.SkillsContents(
+        return mc.SkillsContents(
             directory=c.skills.directory,
-            catalogue=tuple(r.Skill(s.name, s.description, s.body) for s in c.skills.catalogue),
+            catalogue=tuple(mc.Skill(s.name, s.description, s.body) for s in c.skills.catalogue),
             read_set=tuple(c.skills.read_set),
         )
     if which == "archive":
-        return r.ArchiveContents(threads=tuple(thread(t) for t in c.archive.threads))
+        return mc.ArchiveContents(threads=tuple(thread(t) for t in c.archive.threads))
     return None
 
 

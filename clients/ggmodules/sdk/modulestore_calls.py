@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from google.protobuf.message import Message
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as pb
+from ggmodules.sdk import contents as mc
 from ggmodules.sdk import decode, encode
 from ggmodules.sdk import results as r
 from ggmodules.sdk.encode import MessageInput
@@ -182,32 +183,32 @@ def _contents(plan: Plan[r.Store], cls: type[C]) -> Plan[C]:
     return plan.map(pick)
 
 
-def history(ref: ModuleRef, *, after_seq: int = 0, page_size: int = 0) -> Plan[r.HistoryContents]:
+def history(ref: ModuleRef, *, after_seq: int = 0, page_size: int = 0) -> Plan[mc.HistoryContents]:
     """The window: system prompt, messages after `after_seq` (at most `page_size`; 0: the default page of
     1,000), views, pins. `message_count` tells whether more messages follow."""
     return _contents(get_store(ref.run_id, ref.store_id, ref.agent_id, after_seq=after_seq,
-                               page_size=page_size), r.HistoryContents)
+                               page_size=page_size), mc.HistoryContents)
 
 
-def memories(ref: ModuleRef) -> Plan[r.MemoriesContents]:
-    return _contents(store(ref), r.MemoriesContents)
+def memories(ref: ModuleRef) -> Plan[mc.MemoriesContents]:
+    return _contents(store(ref), mc.MemoriesContents)
 
 
-def tasks(ref: ModuleRef) -> Plan[r.TasksContents]:
-    return _contents(store(ref), r.TasksContents)
+def tasks(ref: ModuleRef) -> Plan[mc.TasksContents]:
+    return _contents(store(ref), mc.TasksContents)
 
 
-def board(ref: ModuleRef) -> Plan[r.BoardContents]:
-    return _contents(store(ref), r.BoardContents)
+def board(ref: ModuleRef) -> Plan[mc.BoardContents]:
+    return _contents(store(ref), mc.BoardContents)
 
 
-def skills(ref: ModuleRef) -> Plan[r.SkillsContents]:
+def skills(ref: ModuleRef) -> Plan[mc.SkillsContents]:
     """The catalogue and this holder's read set."""
-    return _contents(store(ref), r.SkillsContents)
+    return _contents(store(ref), mc.SkillsContents)
 
 
-def archive(ref: ModuleRef) -> Plan[r.ArchiveContents]:
-    return _contents(store(ref), r.ArchiveContents)
+def archive(ref: ModuleRef) -> Plan[mc.ArchiveContents]:
+    return _contents(store(ref), mc.ArchiveContents)
 
 
 def list_stores(run_id: str, kind: Kind | str | None = None, *, page_size: int = 0,

@@ -1,5 +1,7 @@
 """What calls return: frozen dataclasses in the seed's words, so a runtime never touches generated messages.
 
+A module's contents (what GetStore and the Get<Kind> reads show) are contents.py.
+
 Enumerated fields are `StrEnum` members (they compare equal to their words); None stands for a value the
 service left unspecified (the scope of a non-memories roster row, the origin of a kind that is off).
 """
@@ -14,9 +16,9 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import grpc
 
+from ggmodules.sdk.contents import Contents, FoundThread
 from ggmodules.sdk.errors import TransferNotCompletedError
 from ggmodules.sdk.words import (
-    IssueStatus,
     Kind,
     MemoryScope,
     MemoryStrategy,
@@ -24,7 +26,6 @@ from ggmodules.sdk.words import (
     Outcome,
     RunStatus,
     SearchMode,
-    TaskStatus,
     TransferKind,
     TransferState,
 )
@@ -129,121 +130,11 @@ class Holder:
 
 
 @dataclass(frozen=True)
-class Message:
-    seq: int
-    role: str
-    content: str
-    turn: int
-
-
-@dataclass(frozen=True)
-class Block:
-    """An open view or a pinned block of a window."""
-
-    id: str
-    content: str
-
-
-@dataclass(frozen=True)
-class HistoryContents:
-    system_prompt: str | None
-    messages: tuple[Message, ...]
-    open_views: tuple[Block, ...] = ()
-    pinned_blocks: tuple[Block, ...] = ()
-    turn: int = 0
-    message_count: int = 0
-
-
-@dataclass(frozen=True)
-class MemoryEntry:
-    name: str
-    body: str
-    agent_id: str
-    index_line: str = ""
-
-
-@dataclass(frozen=True)
-class MemoriesContents:
-    strategy: MemoryStrategy | None
-    entries: tuple[MemoryEntry, ...]
-
-
-@dataclass(frozen=True)
-class Task:
-    id: int
-    title: str
-    status: TaskStatus | None
-    description: str = ""
-    blocked_by: tuple[int, ...] = ()
-
-
-@dataclass(frozen=True)
-class TasksContents:
-    tasks: tuple[Task, ...]
-    next_id: int
-
-
-@dataclass(frozen=True)
-class Issue:
-    id: str
-    title: str
-    status: IssueStatus | None
-    body: str = ""
-
-
-@dataclass(frozen=True)
-class BoardContents:
-    issues: tuple[Issue, ...]
-    # prefix -> the last N handed out
-    counters: dict[str, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True)
-class Skill:
-    name: str
-    description: str
-    body: str = ""
-
-
-@dataclass(frozen=True)
-class SkillsContents:
-    directory: str
-    catalogue: tuple[Skill, ...]
-    read_set: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class ArchivedThread:
-    id: int
-    title: str
-    messages: tuple[Message, ...]
-
-
-@dataclass(frozen=True)
-class FoundThread(ArchivedThread):
-    """An archived thread a search found: `score` (higher is more relevant, comparable within one page)
-    and `snippet` (the passage that matched, its matched words between `**`)."""
-
-    score: float = 0.0
-    snippet: str = ""
-
-
-@dataclass(frozen=True)
 class SearchPage(Page[FoundThread]):
     """One page of an archive search, best first; `mode` is the one that answered ("text" when semantic
     search was asked of a ModuleStore without it)."""
 
     mode: SearchMode = SearchMode.TEXT
-
-
-@dataclass(frozen=True)
-class ArchiveContents:
-    threads: tuple[ArchivedThread, ...]
-
-
-Contents = (
-    HistoryContents | MemoriesContents | TasksContents | BoardContents | SkillsContents | ArchiveContents
-)
 
 
 @dataclass(frozen=True)

@@ -169,19 +169,6 @@ class SuiteDefect(DomainError):
     default_reason = Reason.RUN_INTERNAL_ERROR
 
 
-class UnknownKind(InvalidArgument):
-    def __init__(self, word: str, *, field: str = "kind") -> None:
-        from ggmodules.core.kinds import KIND_WORDS
-
-        valid = ", ".join(KIND_WORDS)
-        super().__init__(
-            f"{field}: {word!r} is not a kind; the six kinds are {valid}",
-            reason=Reason.UNKNOWN_KIND,
-            metadata={"field": field, "value": word, "valid": valid},
-            violations=[(field, f"{word!r} is not one of {valid}")],
-        )
-
-
 def missing(field: str) -> InvalidArgument:
     return InvalidArgument(
         f"{field} is required", metadata={"field": field}, violations=[(field, "required")]

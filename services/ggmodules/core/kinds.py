@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 
-from ggmodules.core.errors import UnknownKind
+from ggmodules.core.errors import InvalidArgument, Reason
 
 
 class Kind(enum.IntEnum):
@@ -24,6 +24,19 @@ class Kind(enum.IntEnum):
 
 KIND_WORDS: tuple[str, ...] = tuple(k.word for k in Kind)
 _BY_WORD = {k.word: k for k in Kind}
+
+
+class UnknownKind(InvalidArgument):
+    """A word or number that names none of the six kinds."""
+
+    def __init__(self, word: str, *, field: str = "kind") -> None:
+        valid = ", ".join(KIND_WORDS)
+        super().__init__(
+            f"{field}: {word!r} is not a kind; the six kinds are {valid}",
+            reason=Reason.UNKNOWN_KIND,
+            metadata={"field": field, "value": word, "valid": valid},
+            violations=[(field, f"{word!r} is not one of {valid}")],
+        )
 
 
 def kind_from_word(word: str, *, field: str = "kind") -> Kind:

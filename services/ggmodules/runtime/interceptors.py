@@ -25,6 +25,7 @@ which answers it in its place: one bad message does not end the stream.
 
 from __future__ import annotations
 
+import itertools
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -42,6 +43,10 @@ from ggmodules.runtime.errors import to_status
 from ggmodules.wire.ids import check_ids
 
 REQUEST_ID_HEADER = "x-request-id"
+# A call without an x-request-id header is logged under this process's prefix and a counter: unique like a
+# uuid4, without a system call for randomness on every call.
+_CALL_PREFIX = uuid.uuid4().hex[:16]
+_CALLS = itertools.count(1)
 Serialize = Callable[[Any], bytes]
 Deserialize = Callable[[bytes], Any]
 
@@ -74,7 +79,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if method.startswith(("/grpc.health", "/grpc.reflection")):
             return handler
         meta = dict(details.invocation_metadata or ())
-        call_id = str(meta.get(REQUEST_ID_HEADER) or uuid.uuid4().hex)
+        call_id = str(meta.get(REQUEST_ID_HEADER) or f"{_CALL_PREFIX}{next(_CALLS):08x}")
         log = self._log
         decode = _decoder(handler.request_deserializer)
         encode = _encoder(handler.response_serializer, method, self._max_response_bytes)

@@ -18,7 +18,7 @@ import grpc
 import structlog
 from aiohttp import web
 
-from ggmodules.web import render
+from ggmodules.web import agents_view, instances_view, modules_view, render
 from ggmodules.web.telemetry import RunViews, TelemetryReader
 
 STATIC = Path(__file__).parent / "static"
@@ -151,7 +151,7 @@ async def instances_page(request: web.Request) -> web.Response:
     detail = None
     if module is not None and file == "modules/history":
         detail = await reader.store_detail(run_id, module.strip.store_id)  # its open views and pinned blocks
-    inner = render.instances_view(run_id, views, agent, file, detail)
+    inner = instances_view.instances_view(run_id, views, agent, file, detail)
     return _respond(request, run_id, "instances", views, inner)
 
 
@@ -160,14 +160,14 @@ async def modules_page(request: web.Request) -> web.Response:
     views = await reader.views(run_id)
     store = request.query.get("store", "")
     detail = await reader.store_detail(run_id, store) if store else None
-    inner = render.modules_view(run_id, views, store, detail)
+    inner = modules_view.modules_view(run_id, views, store, detail)
     return _respond(request, run_id, "modules", views, inner)
 
 
 async def agents_page(request: web.Request) -> web.Response:
     reader, run_id = request.app[READER], request.match_info["run_id"]
     views = await reader.views(run_id)
-    return _respond(request, run_id, "agents", views, render.agents_view(run_id, views))
+    return _respond(request, run_id, "agents", views, agents_view.agents_view(run_id, views))
 
 
 async def run_events(request: web.Request) -> web.StreamResponse:

@@ -12,10 +12,10 @@ from ggmodules.core.console import events as ev
 from ggmodules.core.console import views as v
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import contents as c
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.values import IssueStatus, TaskStatus
-from ggmodules.core.vocabulary import MemoryScope, MemoryStrategy, Origin, Outcome
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import Cause, MemoryScope, MemoryStrategy, Origin, Outcome
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
 from ggmodules.wire.modulestore import contents_pb, figures_pb, kind_pb, origin_pb
 
@@ -54,7 +54,7 @@ def _body(e: event_pb2.Event) -> ev.Body | None:
             r = e.roster
             return ev.Roster(
                 profile=r.profile,
-                cause=r.cause,
+                cause=_cause(r),
                 rows=tuple(_row(x) for x in r.rows),
                 parent_agent_id=r.parent_agent_id,
                 predecessor_agent_id=r.predecessor_agent_id,
@@ -97,6 +97,15 @@ def _enum(cls: type[E], value: int) -> E | None:
         return None
 
 
+def _cause(r: event_pb2.RosterEvent) -> Cause:
+    """The enum when the event carries it, else its word (events written before `instance_cause`); a reader
+    never refuses an event, so a word naming no cause reads as UNSPECIFIED."""
+    causes = tuple(Cause)
+    if 0 < r.instance_cause < len(causes):
+        return causes[r.instance_cause]
+    return next((c for c in causes if c.word == r.cause), Cause.UNSPECIFIED)
+
+
 def _origin(value: int) -> Origin:
     return _enum(Origin, value) or Origin.UNSPECIFIED
 
@@ -110,7 +119,7 @@ def _row(r: common_pb2.RosterRow) -> RosterRow:
         kind=_enum(Kind, r.kind) or Kind.HISTORY,
         store_id=r.store_id,
         enabled=r.enabled,
-        origin=_enum(Origin, r.origin) if r.origin else None,
+        origin=_enum(Origin, r.origin) or Origin.UNSPECIFIED,
         scope=_enum(MemoryScope, r.scope) or MemoryScope.UNSPECIFIED,
         may_write=r.may_write,
         strategy=_enum(MemoryStrategy, r.strategy) or MemoryStrategy.UNSPECIFIED,
@@ -228,7 +237,7 @@ def folder_pb(f: v.InstanceFolder) -> tel.InstanceFolder:
     return tel.InstanceFolder(
         agent_id=f.agent_id,
         profile=f.profile,
-        cause=f.cause,
+        cause=f.cause.word,
         files=list(f.files),
         modules=[module_file_pb(m) for m in f.modules],
         successors=list(f.successors),

@@ -13,22 +13,22 @@ from ggmodules.core.kinds import Kind, kind_from_value
 from ggmodules.core.modules import contents as c
 from ggmodules.core.modules import ops
 from ggmodules.core.modules.archive_search import SearchMode, SearchPage
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.handover import HandoverKind, HandoverPlan, KindResult, Receive
 from ggmodules.core.modules.prompt import Contribution
 from ggmodules.core.modules.tools.catalog import ToolDefinition
 from ggmodules.core.modules.tools.dispatch import Result
-from ggmodules.core.modules.values import (
+from ggmodules.core.modules.values import IssueStatus, TaskStatus
+from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
+from ggmodules.core.roster import Binding, BindPlan, Caps, RosterRow
+from ggmodules.core.vocabulary import (
     BindAction,
-    IssueStatus,
     MemoryScope,
     MemoryStrategy,
     Origin,
     Outcome,
-    TaskStatus,
+    cause_from_word,
 )
-from ggmodules.core.modules.views import StoreInfo, StoreView, WriteResult
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 
@@ -69,7 +69,7 @@ def plan_from(req: svc.BindInstanceRequest) -> BindPlan:
                 action=_enum(BindAction, b.action, f"{field}.action"),
                 source_store_id=b.source_store_id,
                 named_key=b.named_key,
-                origin=_enum(Origin, b.origin, f"{field}.origin") if b.origin else None,
+                origin=_enum(Origin, b.origin, f"{field}.origin") if b.origin else Origin.UNSPECIFIED,
                 may_write=b.may_write,
                 caps=caps_from(b.caps),
                 strategy=_enum(MemoryStrategy, b.strategy, f"{field}.strategy"),
@@ -78,7 +78,14 @@ def plan_from(req: svc.BindInstanceRequest) -> BindPlan:
                 read_set_source_agent_id=b.read_set_source_agent_id,
             )
         )
-    return BindPlan(req.run_id, req.agent_id, req.profile, req.parent_agent_id, req.cause, tuple(bindings))
+    return BindPlan(
+        cause=cause_from_word(req.cause),
+        profile=req.profile,
+        parent_agent_id=req.parent_agent_id,
+        bindings=tuple(bindings),
+        run_id=req.run_id,
+        agent_id=req.agent_id,
+    )
 
 
 def handover_from(req: svc.HandoverRequest) -> HandoverPlan:
@@ -93,7 +100,7 @@ def handover_from(req: svc.HandoverRequest) -> HandoverPlan:
             receive = Receive(
                 action=_enum(BindAction, p.action, f"{bf}.action") if p.action else None,
                 named_key=p.named_key,
-                origin=_enum(Origin, p.origin, f"{bf}.origin") if p.origin else None,
+                origin=_enum(Origin, p.origin, f"{bf}.origin") if p.origin else Origin.UNSPECIFIED,
                 may_write=p.may_write,
                 caps=caps_from(p.caps),
                 strategy=_enum(MemoryStrategy, p.strategy, f"{bf}.strategy"),
@@ -107,7 +114,7 @@ def handover_from(req: svc.HandoverRequest) -> HandoverPlan:
         req.predecessor_agent_id,
         req.successor_agent_id,
         req.profile,
-        req.cause,
+        cause_from_word(req.cause),
         tuple(kinds),
         req.opening_note,
     )

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from ggmodules.common.v1 import common_pb2, event_pb2
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
-from ggmodules.core.modules.figures import Caps, Figures
-from ggmodules.core.modules.values import Origin, Outcome
+from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import Caps, RosterRow
+from ggmodules.core.vocabulary import Cause, Origin, Outcome
 from ggmodules.wire.modulestore import (
     caps_pb,
     contents_pb,
@@ -58,7 +58,7 @@ def roster_event(
     agent_id: str,
     profile: str,
     parent_agent_id: str,
-    cause: str,
+    cause: Cause,
     rows: list[RosterRow],
     *,
     predecessor_agent_id: str = "",
@@ -71,7 +71,8 @@ def roster_event(
             profile=profile,
             parent_agent_id=parent_agent_id,
             predecessor_agent_id=predecessor_agent_id,
-            cause=cause,
+            cause=cause.word,
+            instance_cause=common_pb2.InstanceCause.ValueType(cause.number),
             rows=[roster_row_pb(r) for r in rows],
             opening_note=opening_note,
         ),

@@ -9,10 +9,10 @@ from google.protobuf.timestamp_pb2 import Timestamp
 from ggmodules.common.v1 import common_pb2
 from ggmodules.core.kinds import Kind
 from ggmodules.core.registry.fsm import Fsm, FsmEdgeInput, FsmInput, FsmStateInput
-from ggmodules.core.registry.plans import BindPlan, RosterRow
 from ggmodules.core.registry.profiles import ModuleInput, Profile, ProfileInput
 from ggmodules.core.registry.records import InstanceRecord, RunRecord
-from ggmodules.core.registry.vocabulary import MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import BindPlan, RosterRow
+from ggmodules.core.vocabulary import TRANSFER_CAUSES, MemoryScope, MemoryStrategy, Origin
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.registry.v1 import registry_pb2
 
@@ -65,7 +65,7 @@ def bind_request(
         agent_id=agent_id,
         profile=plan.profile,
         parent_agent_id=plan.parent_agent_id,
-        cause=plan.cause.value,
+        cause=plan.cause.word,
         bindings=[
             modulestore_pb2.Binding(
                 kind=common_pb2.Kind.ValueType(b.kind),
@@ -132,9 +132,6 @@ def fsm_to_proto(fsm: Fsm) -> registry_pb2.FsmDefinition:
     )
 
 
-TRANSFER_CAUSES = ("transition", "exec")
-
-
 def instance_to_proto(inst: InstanceRecord) -> registry_pb2.Instance:
     # The record keeps the agent an instance came from in one column; the contract names it by how it came.
     succeeded = inst.cause in TRANSFER_CAUSES
@@ -144,7 +141,8 @@ def instance_to_proto(inst: InstanceRecord) -> registry_pb2.Instance:
         profile=inst.profile,
         parent_agent_id="" if succeeded else inst.parent_agent_id,
         predecessor_agent_id=inst.parent_agent_id if succeeded else "",
-        cause=inst.cause,
+        cause=inst.cause.word,
+        instance_cause=common_pb2.InstanceCause.ValueType(inst.cause.number),
         roster=roster_to_proto(inst.roster),
         create_time=timestamp(inst.created_us),
         fsm_state=inst.fsm_state,

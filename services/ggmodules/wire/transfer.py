@@ -7,10 +7,9 @@ from ggmodules.core.kinds import kind_from_word
 from ggmodules.core.registry.fsm import Fsm, FsmEdge, FsmState
 from ggmodules.core.registry.profiles import validate_profiles
 from ggmodules.core.registry.runs import RunSpec
-from ggmodules.core.registry.vocabulary import RunStatus
 from ggmodules.core.transfer.plan import Handing, TransferPlan
 from ggmodules.core.transfer.record import TransferRecord
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import RunStatus, TransferKind, TransferState
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.registry.v1 import registry_pb2
 from ggmodules.transfer.v1 import transfer_pb2

@@ -22,7 +22,6 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.runtime.channels import BALANCING_OPTIONS, channel_target
-from ggmodules.runtime.config import ServiceConfig
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
@@ -30,18 +29,12 @@ from tests.harness import ServiceProcess, drop_database, new_database_url, open_
 from tests.harness.crowd import ABORTED_RETRIES, Tally
 from tests.tools.crashing import LAUNCHER
 
-NATS_URL = "nats://127.0.0.1:4222"
 # Short enough that a dead replica's transfer is taken over quickly; renewed every third of it.
 LEASE_SECONDS = "2"
 LEASE_SCAN_SECONDS = "0.5"
 # A client naming several replicas sends a call answered UNAVAILABLE (its replica died under it) again, with
 # the same request id, as the SDK does; the channel's round_robin sends it to a live replica.
 UNAVAILABLE_RETRIES = 20
-
-
-def event_log_supported() -> bool:
-    """Telemetry takes `--event-log` (the NATS JetStream log of issue 9's other half)."""
-    return "event_log" in ServiceConfig.__dataclass_fields__
 
 
 class Alternating:

@@ -103,6 +103,42 @@ ORIGIN_FORKED: Origin.ValueType  # 6
 """An independent copy made by a fork."""
 Global___Origin: _TypeAlias = Origin  # noqa: Y015
 
+class _InstanceCause:
+    ValueType = _typing.NewType("ValueType", _builtins.int)
+    V: _TypeAlias = ValueType  # noqa: Y015
+
+class _InstanceCauseEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_InstanceCause.ValueType], _builtins.type):
+    DESCRIPTOR: _descriptor.EnumDescriptor
+    INSTANCE_CAUSE_UNSPECIFIED: _InstanceCause.ValueType  # 0
+    """Not set: an event written before the field existed (read the string `cause` beside it)."""
+    INSTANCE_CAUSE_OPEN: _InstanceCause.ValueType  # 1
+    """A root instance of a profile, opened by OpenInstance."""
+    INSTANCE_CAUSE_SPAWN: _InstanceCause.ValueType  # 2
+    """A subagent spawned by a parent instance."""
+    INSTANCE_CAUSE_FORK: _InstanceCause.ValueType  # 3
+    """An independent copy of another agent (R17)."""
+    INSTANCE_CAUSE_TRANSITION: _InstanceCause.ValueType  # 4
+    """The successor of a transition along an FSM edge (R36)."""
+    INSTANCE_CAUSE_EXEC: _InstanceCause.ValueType  # 5
+    """The successor of an exec: a fresh window in the same state (R36)."""
+
+class InstanceCause(_InstanceCause, metaclass=_InstanceCauseEnumTypeWrapper):
+    """Why an instance exists: how it was opened, or which transfer made it a successor."""
+
+INSTANCE_CAUSE_UNSPECIFIED: InstanceCause.ValueType  # 0
+"""Not set: an event written before the field existed (read the string `cause` beside it)."""
+INSTANCE_CAUSE_OPEN: InstanceCause.ValueType  # 1
+"""A root instance of a profile, opened by OpenInstance."""
+INSTANCE_CAUSE_SPAWN: InstanceCause.ValueType  # 2
+"""A subagent spawned by a parent instance."""
+INSTANCE_CAUSE_FORK: InstanceCause.ValueType  # 3
+"""An independent copy of another agent (R17)."""
+INSTANCE_CAUSE_TRANSITION: InstanceCause.ValueType  # 4
+"""The successor of a transition along an FSM edge (R36)."""
+INSTANCE_CAUSE_EXEC: InstanceCause.ValueType  # 5
+"""The successor of an exec: a fresh window in the same state (R36)."""
+Global___InstanceCause: _TypeAlias = InstanceCause  # noqa: Y015
+
 class _Outcome:
     ValueType = _typing.NewType("ValueType", _builtins.int)
     V: _TypeAlias = ValueType  # noqa: Y015

@@ -207,6 +207,7 @@ class RosterEvent(_message.Message):
     CAUSE_FIELD_NUMBER: _builtins.int
     ROWS_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
+    INSTANCE_CAUSE_FIELD_NUMBER: _builtins.int
     profile: _builtins.str
     """The instance's profile."""
     parent_agent_id: _builtins.str
@@ -214,9 +215,13 @@ class RosterEvent(_message.Message):
     predecessor_agent_id: _builtins.str
     """Set for a transfer successor."""
     cause: _builtins.str
-    """"open", "spawn", "fork", "transition", "exec"."""
+    """"open", "spawn", "fork", "transition", "exec": `instance_cause` as a word, kept for clients that read
+    it (both are always filled; new readers use `instance_cause`).
+    """
     opening_note: _builtins.str
     """A successor's opening note: what arrived and why anything was re-initialized."""
+    instance_cause: _common_pb2.InstanceCause.ValueType
+    """Why the instance exists; the same as `cause`, as an enum."""
     @_builtins.property
     def rows(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
         """One row per kind, in kind order, enabled or not."""
@@ -230,10 +235,11 @@ class RosterEvent(_message.Message):
         cause: _builtins.str = ...,
         rows: _abc.Iterable[_common_pb2.RosterRow] | None = ...,
         opening_note: _builtins.str = ...,
+        instance_cause: _common_pb2.InstanceCause.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "rows", b"rows"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["cause", b"cause", "instance_cause", b"instance_cause", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "rows", b"rows"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -308,6 +308,7 @@ class Instance(_message.Message):
     FSM_STATE_FIELD_NUMBER: _builtins.int
     SUCCESSOR_AGENT_ID_FIELD_NUMBER: _builtins.int
     OPENING_NOTE_FIELD_NUMBER: _builtins.int
+    INSTANCE_CAUSE_FIELD_NUMBER: _builtins.int
     run_id: _builtins.str
     """The instance's run."""
     agent_id: _builtins.str
@@ -319,13 +320,17 @@ class Instance(_message.Message):
     predecessor_agent_id: _builtins.str
     """The predecessor, for a transfer successor."""
     cause: _builtins.str
-    """"open", "spawn", "fork", "transition", "exec"."""
+    """"open", "spawn", "fork", "transition", "exec": `instance_cause` as a word, kept for clients that read
+    it (both are always filled; new readers use `instance_cause`).
+    """
     fsm_state: _builtins.str
     """FSM state the instance runs, when the run has an FSM. An exec successor keeps its predecessor's state."""
     successor_agent_id: _builtins.str
     """The transfer successor this instance handed its modules on to, once it has."""
     opening_note: _builtins.str
     """A transfer successor's opening note."""
+    instance_cause: _common_pb2.InstanceCause.ValueType
+    """Why the instance exists; the same as `cause`, as an enum."""
     @_builtins.property
     def roster(self) -> _containers.RepeatedCompositeFieldContainer[_common_pb2.RosterRow]:
         """One row per kind, in kind order (R32)."""
@@ -348,10 +353,11 @@ class Instance(_message.Message):
         fsm_state: _builtins.str = ...,
         successor_agent_id: _builtins.str = ...,
         opening_note: _builtins.str = ...,
+        instance_cause: _common_pb2.InstanceCause.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["create_time", b"create_time"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "create_time", b"create_time", "fsm_state", b"fsm_state", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "roster", b"roster", "run_id", b"run_id", "successor_agent_id", b"successor_agent_id"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["agent_id", b"agent_id", "cause", b"cause", "create_time", b"create_time", "fsm_state", b"fsm_state", "instance_cause", b"instance_cause", "opening_note", b"opening_note", "parent_agent_id", b"parent_agent_id", "predecessor_agent_id", b"predecessor_agent_id", "profile", b"profile", "roster", b"roster", "run_id", b"run_id", "successor_agent_id", b"successor_agent_id"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.figures import Figures
-from ggmodules.core.vocabulary import Origin, Outcome
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import Cause, Origin, Outcome
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,7 +20,7 @@ class Roster:
     """An instance stating what it holds as it opens (R32)."""
 
     profile: str
-    cause: str
+    cause: Cause
     rows: tuple[RosterRow, ...] = ()
     parent_agent_id: str = ""
     predecessor_agent_id: str = ""

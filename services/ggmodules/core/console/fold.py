@@ -34,7 +34,7 @@ from ggmodules.core.modules.contents import (
     MemoriesContents,
 )
 from ggmodules.core.modules.figures import Figures
-from ggmodules.core.vocabulary import Origin, Outcome
+from ggmodules.core.vocabulary import Cause, Origin, Outcome
 
 # The history writes that change the open views or pinned blocks.
 HISTORY_BLOCK_OPS = frozenset({"open_view", "close_view", "pin_block", "unpin_block"})
@@ -86,10 +86,10 @@ class Folded:
         inst.profile, inst.cause, inst.roster = body.profile, body.cause, body.rows
         inst.parent_agent_id, inst.opening_note = body.parent_agent_id, body.opening_note
         inst.predecessor_agent_id = body.predecessor_agent_id
-        if body.parent_agent_id and body.cause == "spawn":
+        if body.parent_agent_id and body.cause is Cause.SPAWN:
             parent = self.instance(body.parent_agent_id, event.cursor)
             _add_once(parent.subagents, inst.agent_id)
-        if body.parent_agent_id and body.cause == "fork":
+        if body.parent_agent_id and body.cause is Cause.FORK:
             _add_once(self.instance(body.parent_agent_id, event.cursor).forks, inst.agent_id)
         if body.predecessor_agent_id:
             pred = self.instance(body.predecessor_agent_id, event.cursor)
@@ -202,7 +202,7 @@ class Folded:
         fresh = not store.holders and not store.happenings
         before = store.holders.get(pred) if pred else None
         continues = body.outcome == Outcome.CARRIED and before is not None
-        origin = row.origin if row is not None and row.origin is not None else Origin.TRANSFERRED
+        origin = row.origin if row is not None and row.origin else Origin.TRANSFERRED
         may_write = row.may_write if row is not None else True
         held = Holding(agent, store.store_id, origin, may_write, event.cursor, continues=continues)
         held.figures = body.figures

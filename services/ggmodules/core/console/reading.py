@@ -15,7 +15,7 @@ from ggmodules.core.console.views import (
     measured,
 )
 from ggmodules.core.kinds import Kind
-from ggmodules.core.vocabulary import Origin
+from ggmodules.core.vocabulary import Cause, Origin
 
 
 def running(folded: Folded, agent_id: str) -> bool:
@@ -85,14 +85,14 @@ def cause_of(folded: Folded, agent_id: str) -> str:
     if inst is None or not inst.cause:
         return ""
     match inst.cause:
-        case "spawn":
+        case Cause.SPAWN:
             return f"spawn by {inst.parent_agent_id}"
-        case "fork":
+        case Cause.FORK:
             return f"fork of {inst.parent_agent_id}"
-        case "transition" | "exec":
-            return f"{inst.cause} {inst.predecessor_agent_id} -> {agent_id}"
+        case Cause.TRANSITION | Cause.EXEC:
+            return f"{inst.cause.word} {inst.predecessor_agent_id} -> {agent_id}"
         case other:
-            return other
+            return other.word
 
 
 def lifetime(folded: Folded, store: Store) -> tuple[LifetimeEntry, ...]:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.contents import ArchivedThread, Contents, Message
 from ggmodules.core.modules.figures import Figures
-from ggmodules.core.vocabulary import Origin
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import Cause, Origin
 
 ENDED_RUN = frozenset({"finished", "internal_error"})
 
@@ -18,7 +18,7 @@ class Instance:
     agent_id: str
     first_cursor: int
     profile: str = ""
-    cause: str = ""
+    cause: Cause = Cause.UNSPECIFIED
     parent_agent_id: str = ""
     predecessor_agent_id: str = ""
     opening_note: str = ""

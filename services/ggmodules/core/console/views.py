@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.contents import Contents, Message
 from ggmodules.core.modules.figures import Figures
-from ggmodules.core.vocabulary import Origin
+from ggmodules.core.vocabulary import Cause, Origin
 
 # An instance's own files, in the order its folder lists them (R37); its modules folder comes after them.
 AGENT_FILES: tuple[str, ...] = (
@@ -107,7 +107,7 @@ class ModuleFile:
 class InstanceFolder:
     agent_id: str
     profile: str
-    cause: str
+    cause: Cause
     files: tuple[str, ...]
     modules: tuple[ModuleFile, ...]
     successors: tuple[str, ...]

@@ -1,67 +1,20 @@
-"""A BindInstance plan: one binding per kind for a newly minted agent, checked before anything is bound."""
+"""ModuleStore's check of a BindInstance plan (`ggmodules.core.roster.BindPlan`) before anything is bound."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from ggmodules.core.errors import InvalidArgument, Reason, missing
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.figures import Caps
 from ggmodules.core.modules.limits import check_name
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin
-
-
-@dataclass(frozen=True, slots=True)
-class Binding:
-    kind: Kind
-    action: BindAction
-    source_store_id: str = ""
-    named_key: str = ""
-    # None: the action's default origin.
-    origin: Origin | None = None
-    may_write: bool = True
-    caps: Caps = field(default_factory=Caps)
-    strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED
-    scope: MemoryScope = MemoryScope.UNSPECIFIED
-    skills_directory: str = ""
-    read_set_source_agent_id: str = ""
-
-
-@dataclass(frozen=True, slots=True)
-class BindPlan:
-    run_id: str
-    agent_id: str
-    profile: str
-    parent_agent_id: str
-    cause: str
-    bindings: tuple[Binding, ...]
-
-    def binding(self, kind: Kind) -> Binding | None:
-        return next((b for b in self.bindings if b.kind == kind), None)
-
-
-@dataclass(frozen=True, slots=True)
-class RosterRow:
-    """One row of an instance's roster (R32)."""
-
-    kind: Kind
-    store_id: str = ""
-    enabled: bool = False
-    origin: Origin | None = None
-    scope: MemoryScope = MemoryScope.UNSPECIFIED
-    may_write: bool = False
-    strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED
+from ggmodules.core.roster import BindPlan
+from ggmodules.core.vocabulary import BindAction
 
 
 def check_plan(plan: BindPlan) -> None:
     """Every binding well-formed, each kind at most once, history bound (R2)."""
     check_name("run_id", plan.run_id)
     check_name("agent_id", plan.agent_id)
-    for name, value in (
-        ("profile", plan.profile),
-        ("parent_agent_id", plan.parent_agent_id),
-        ("cause", plan.cause),
-    ):
+    # The cause is a word of the vocabulary by construction (wire refuses any other).
+    for name, value in (("profile", plan.profile), ("parent_agent_id", plan.parent_agent_id)):
         check_name(name, value, required=False)
     seen: set[Kind] = set()
     for i, b in enumerate(plan.bindings):

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 
 from ggmodules.core.errors import Reason, ResourceExhausted
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import Caps
 
 ITEM_BYTES = 64
 DEFAULT_STORE_BYTES = 2 * 1024 * 1024

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ggmodules.core.modules.values import IssueStatus, MemoryStrategy, TaskStatus
+from ggmodules.core.modules.values import IssueStatus, TaskStatus
+from ggmodules.core.vocabulary import MemoryStrategy
 
 
 @dataclass(frozen=True, slots=True)

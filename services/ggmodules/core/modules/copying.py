@@ -9,7 +9,7 @@ from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.history import HistoryState, forked_figures
 from ggmodules.core.modules.memories import MemoriesState
 from ggmodules.core.modules.states import KindState
-from ggmodules.core.modules.values import BindAction, Origin
+from ggmodules.core.vocabulary import BindAction, Origin
 
 _DEFAULT_ORIGIN = {
     BindAction.CREATE: Origin.CREATED,
@@ -28,12 +28,13 @@ class Resolved:
 
 
 def resolve(kind: Kind, action: BindAction, origin: Origin | None) -> Resolved:
-    """The board is always shared (R14); a window is never shared (R15). Other requests stand."""
+    """The board is always shared (R14); a window is never shared (R15). Other requests stand; no origin
+    (None or UNSPECIFIED) is the action's default."""
     if kind == Kind.BOARD and action == BindAction.FORK:
         return Resolved(BindAction.SHARE, Origin.RUN)
     if kind == Kind.HISTORY and action == BindAction.SHARE:
         return Resolved(BindAction.FORK, Origin.FORKED)
-    if origin is None:
+    if not origin:
         default = Origin.RUN if kind == Kind.BOARD and action == BindAction.NAMED else None
         return Resolved(action, default or _DEFAULT_ORIGIN.get(action, Origin.CREATED))
     return Resolved(action, origin)

@@ -1,4 +1,4 @@
-"""What a store reports about itself, and the limits it is held to."""
+"""What a store reports about itself (its limits are `ggmodules.core.roster.Caps`)."""
 
 from __future__ import annotations
 
@@ -12,14 +12,6 @@ class Figures:
     items: int = 0
     bytes: int = 0
     writes: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class Caps:
-    """Zero means unlimited."""
-
-    max_items: int = 0
-    max_bytes: int = 0
 
 
 def text_bytes(*texts: str) -> int:

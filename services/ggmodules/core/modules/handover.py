@@ -11,12 +11,18 @@ from dataclasses import dataclass, field
 
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, PermissionDenied, Reason, missing
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import Binding
-from ggmodules.core.modules.figures import Caps
 from ggmodules.core.modules.limits import check_name, check_text
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
+from ggmodules.core.roster import Binding, Caps
+from ggmodules.core.vocabulary import (
+    TRANSFER_CAUSES,
+    BindAction,
+    Cause,
+    MemoryScope,
+    MemoryStrategy,
+    Origin,
+    Outcome,
+)
 
-CAUSES = ("transition", "exec")
 # Outcomes that speak of a store the predecessor holds.
 FROM_PREDECESSOR = frozenset({Outcome.CARRIED, Outcome.REINITIALIZED, Outcome.DROPPED})
 
@@ -28,7 +34,8 @@ class Receive:
     # None: the predecessor's store, carried as is. NAMED on a carried kind re-points it (R35).
     action: BindAction | None = None
     named_key: str = ""
-    origin: Origin | None = None
+    # UNSPECIFIED: the action's default origin.
+    origin: Origin = Origin.UNSPECIFIED
     may_write: bool = True
     caps: Caps = field(default_factory=Caps)
     strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED
@@ -67,7 +74,7 @@ class HandoverPlan:
     predecessor_agent_id: str
     successor_agent_id: str
     profile: str
-    cause: str
+    cause: Cause
     kinds: tuple[HandoverKind, ...]
     opening_note: str = ""
 
@@ -95,8 +102,9 @@ def check_plan(plan: HandoverPlan) -> None:
         ("profile", plan.profile),
     ):
         check_name(name, value)
-    if plan.cause not in CAUSES:
-        raise _invalid("cause", f"cause must be one of {', '.join(CAUSES)}, not {plan.cause!r}")
+    if plan.cause not in TRANSFER_CAUSES:
+        words = ", ".join(c.word for c in TRANSFER_CAUSES)
+        raise _invalid("cause", f"cause must be one of {words}, not {plan.cause.word!r}")
     if plan.successor_agent_id == plan.predecessor_agent_id:
         raise _invalid(
             "successor_agent_id",

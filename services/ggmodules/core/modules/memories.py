@@ -14,7 +14,7 @@ from ggmodules.core.modules.contents import MemoriesContents, MemoryEntry
 from ggmodules.core.modules.figures import Figures, text_bytes
 from ggmodules.core.modules.ops import DeleteFile, WriteFile, WritePad
 from ggmodules.core.modules.store import Applied, StoreHead
-from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.core.vocabulary import MemoryStrategy
 
 PAD = "pad"
 MemoriesOp = WritePad | WriteFile | DeleteFile

@@ -13,7 +13,7 @@ from ggmodules.core.modules.contents import (
     Task,
     TasksContents,
 )
-from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.core.vocabulary import MemoryStrategy
 
 
 @dataclass(frozen=True, slots=True)

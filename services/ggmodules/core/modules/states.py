@@ -10,7 +10,7 @@ from ggmodules.core.modules.history import HistoryState
 from ggmodules.core.modules.memories import MemoriesState
 from ggmodules.core.modules.skills import SkillsState
 from ggmodules.core.modules.tasks import TasksState
-from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.core.vocabulary import MemoryStrategy
 
 # The archive keeps everything in its log, so it has no state.
 KindState = HistoryState | MemoriesState | TasksState | BoardState | SkillsState | None

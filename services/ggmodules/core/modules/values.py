@@ -1,20 +1,9 @@
-"""Enumerations of the module domain; numbers match the `ggmodules.common.v1` / `modulestore.v1` enums."""
+"""Task and issue statuses; numbers match the `ggmodules.common.v1` enums. The words the services share
+(origin, scope, strategy, bind action, outcome, cause) are `ggmodules.core.vocabulary`."""
 
 from __future__ import annotations
 
 import enum
-
-from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
-
-__all__ = [
-    "BindAction",
-    "IssueStatus",
-    "MemoryScope",
-    "MemoryStrategy",
-    "Origin",
-    "Outcome",
-    "TaskStatus",
-]
 
 
 class TaskStatus(enum.IntEnum):

@@ -6,8 +6,9 @@ from dataclasses import dataclass
 
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.contents import Contents
-from ggmodules.core.modules.figures import Caps, Figures
-from ggmodules.core.modules.values import MemoryStrategy, Origin
+from ggmodules.core.modules.figures import Figures
+from ggmodules.core.roster import Caps
+from ggmodules.core.vocabulary import MemoryStrategy, Origin
 
 
 @dataclass(frozen=True, slots=True)

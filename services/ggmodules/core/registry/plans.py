@@ -11,11 +11,11 @@ ModuleStore applies the per-kind overrides (a board fork is a share, a window sh
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
 from ggmodules.core.registry.profiles import ModuleSpec, Profile
-from ggmodules.core.registry.vocabulary import BindAction, Caps, Cause, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Binding, BindPlan, RosterRow
+from ggmodules.core.vocabulary import BindAction, Cause, MemoryScope, Origin
 
 RUN_BOARD_KEY = "run/board"
 
@@ -26,43 +26,6 @@ def profile_memories_key(profile: str) -> str:
 
 def skills_key(directory: str) -> str:
     return f"skills/{directory}"
-
-
-@dataclass(frozen=True)
-class RosterRow:
-    """What an instance holds for one kind (R32), as ModuleStore bound it."""
-
-    kind: Kind
-    store_id: str = ""
-    enabled: bool = False
-    origin: Origin = Origin.UNSPECIFIED
-    scope: MemoryScope = MemoryScope.UNSPECIFIED
-    may_write: bool = False
-    strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED
-
-
-@dataclass(frozen=True)
-class Binding:
-    kind: Kind
-    action: BindAction
-    origin: Origin = Origin.UNSPECIFIED
-    source_store_id: str = ""
-    named_key: str = ""
-    may_write: bool = False
-    caps: Caps = field(default_factory=Caps)
-    strategy: MemoryStrategy = MemoryStrategy.UNSPECIFIED
-    scope: MemoryScope = MemoryScope.UNSPECIFIED
-    skills_directory: str = ""
-    read_set_source_agent_id: str = ""
-
-
-@dataclass(frozen=True)
-class BindPlan:
-    cause: Cause
-    profile: str
-    parent_agent_id: str
-    # One binding per kind, in kind order.
-    bindings: tuple[Binding, ...]
 
 
 def plan_open(profile: Profile, board_enabled: bool) -> BindPlan:

@@ -13,7 +13,8 @@ from typing import TypeVar
 
 from ggmodules.core.errors import InvalidArgument, Reason, missing
 from ggmodules.core.kinds import Kind, kind_from_word
-from ggmodules.core.registry.vocabulary import Caps, MemoryScope, MemoryStrategy
+from ggmodules.core.roster import Caps
+from ggmodules.core.vocabulary import MemoryScope, MemoryStrategy
 
 NAME_PATTERN = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 MAX_DIRECTORY_CHARS = 256

@@ -4,11 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import RunSpec
-from ggmodules.core.registry.vocabulary import RunStatus
-
-SUCCESSOR_CAUSES = ("transition", "exec")
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import TRANSFER_CAUSES, Cause, RunStatus
 
 
 @dataclass(frozen=True)
@@ -29,7 +27,7 @@ class InstanceRecord:
     # The agent this instance came from: its spawner or original (open/spawn/fork), or its predecessor
     # (transition/exec).
     parent_agent_id: str
-    cause: str
+    cause: Cause
     fsm_state: str
     roster: tuple[RosterRow, ...]
     created_us: int
@@ -44,4 +42,4 @@ class InstanceRecord:
 
     @property
     def is_successor(self) -> bool:
-        return self.cause in SUCCESSOR_CAUSES
+        return self.cause in TRANSFER_CAUSES

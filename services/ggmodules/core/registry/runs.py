@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, NotFound, Reason
 from ggmodules.core.registry.fsm import Fsm, FsmInput, validate_fsm
 from ggmodules.core.registry.profiles import Profile, ProfileInput, validate_profiles
-from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.core.vocabulary import RunStatus
 
 MAX_RUN_NAME_CHARS = 200
 

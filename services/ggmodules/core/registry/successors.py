@@ -8,17 +8,18 @@ from __future__ import annotations
 
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, Reason
 from ggmodules.core.registry.runs import RunSpec
+from ggmodules.core.vocabulary import TRANSFER_CAUSES, Cause
 
-CAUSES = ("transition", "exec")
 
-
-def check_cause(cause: str) -> None:
-    if cause not in CAUSES:
+def check_cause(cause: str) -> Cause:
+    """The transfer cause a ReserveSuccessor names."""
+    if cause not in TRANSFER_CAUSES:
         raise InvalidArgument(
             f"cause: {cause!r} is not a transfer; a successor is reserved for a 'transition' or an 'exec'",
             metadata={"field": "cause", "value": cause},
             violations=[("cause", "one of 'transition', 'exec'")],
         )
+    return Cause(cause)
 
 
 def check_successor(spec: RunSpec, run_id: str, profile: str, fsm_state: str) -> None:

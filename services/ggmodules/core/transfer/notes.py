@@ -8,14 +8,9 @@ archive is new."
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.registry.vocabulary import MemoryStrategy
-from ggmodules.core.vocabulary import Outcome
-
-if TYPE_CHECKING:
-    from ggmodules.core.transfer.plan import KindPlan
+from ggmodules.core.vocabulary import MemoryStrategy
 
 _PLURAL = {Kind.MEMORIES, Kind.TASKS, Kind.SKILLS}
 _STRATEGY = {MemoryStrategy.SCRATCHPAD: "a scratchpad", MemoryStrategy.MARKDOWN_INDEX: "a markdown index"}
@@ -79,10 +74,11 @@ class Notes:
     def repointed_skills(self, directory: str) -> str:
         return f"skills now come from the {directory!r} catalogue of profile {self.profile}"
 
-    def opening(self, plans: Sequence[KindPlan]) -> str:
-        arrived = [p.kind.word for p in plans if p.outcome is Outcome.CARRIED]
-        sentences = [f"{listing(arrived)} arrived from {self.predecessor}"] if arrived else []
-        sentences += [p.note for p in plans if p.note]
+    def opening(self, arrived: Sequence[Kind], notes: Sequence[str]) -> str:
+        """The whole note: the kinds carried as they were, then each other kind's sentence (`notes`)."""
+        words = [k.word for k in arrived]
+        sentences = [f"{listing(words)} arrived from {self.predecessor}"] if words else []
+        sentences += [n for n in notes if n]
         if not sentences:
             return ""
         return "; ".join(sentences) + "."

@@ -17,11 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ggmodules.core.kinds import Kind
-from ggmodules.core.registry.plans import RUN_BOARD_KEY, RosterRow, profile_memories_key, skills_key
+from ggmodules.core.registry.plans import RUN_BOARD_KEY, profile_memories_key, skills_key
 from ggmodules.core.registry.profiles import ModuleSpec, Profile
-from ggmodules.core.registry.vocabulary import BindAction, Caps, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Caps, RosterRow
 from ggmodules.core.transfer.notes import Notes, listing
-from ggmodules.core.transfer.vocabulary import Outcome, TransferKind
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome, TransferKind
 
 SHARED_ORIGINS = (Origin.PROFILE, Origin.INHERITED)
 
@@ -141,7 +141,8 @@ def _plan(
         elif held is not None:
             plans.append(KindPlan(k, Outcome.DROPPED, before, None, notes.dropped(k, k in carry)))
     return TransferPlan(
-        kind, sides.predecessor_agent_id, sides.successor.name, tuple(plans), notes.opening(plans)
+        kind, sides.predecessor_agent_id, sides.successor.name, tuple(plans),
+        notes.opening([p.kind for p in plans if p.outcome is Outcome.CARRIED], [p.note for p in plans]),
     )
 
 

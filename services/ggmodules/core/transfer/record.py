@@ -5,7 +5,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import TransferKind, TransferState
 
 
 class Step(enum.IntEnum):

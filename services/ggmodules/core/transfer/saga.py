@@ -24,7 +24,7 @@ from typing import TypeAlias
 
 from ggmodules.core.errors import Code, Reason
 from ggmodules.core.transfer.record import Step, TransferRecord
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import Cause, TransferKind, TransferState
 
 FAIL_RUN, RELEASE = "fail-run", "release"
 
@@ -48,7 +48,7 @@ class Plan:
     request_id: str
     run_id: str
     predecessor_agent_id: str
-    cause: str
+    cause: Cause
     to_state: str
     profile: str
     leave_fsm: bool
@@ -63,7 +63,7 @@ class Reserve:
     run_id: str
     predecessor_agent_id: str
     profile: str
-    cause: str
+    cause: Cause
     fsm_state: str
     after: int | None = None
 

@@ -112,19 +112,19 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
 
     async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
         """A write, from the unary Write or each of a Session's: checked, then the write use case
-        (usecases/modulestore/write.py) in one transaction with its request id."""
+        (usecases/modulestore/write.py) with its request id, in a transaction it may share with concurrent
+        writes (storage/modulestore/group_commit.py)."""
         _require(run_id=request.run_id, agent_id=request.agent_id, store_id=request.store_id)
         self._require_open(request.run_id)
         op = convert.op_from(request)
         key = RequestKey.of("Write", request)
         run_id, agent_id, store_id, limits = request.run_id, request.agent_id, request.store_id, self._limits
-        result: svc.WriteResponse = await self._run(
-            self._repo.mutate,
+        return await self._repo.batched.mutate(
             key,
             lambda unit: convert.write_response(write(unit, run_id, agent_id, store_id, op, limits)),
             svc.WriteResponse,
+            order=(run_id, store_id),
         )
-        return result
 
     async def GetStore(
         self, request: svc.GetStoreRequest, context: grpc.aio.ServicerContext
@@ -173,13 +173,11 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         call = plan_call(request.tool_name, request.arguments_json)
         key = RequestKey.of("CallTool", request)
         run_id, agent_id, limits = request.run_id, request.agent_id, self._limits
-        result: svc.CallToolResponse = await self._run(
-            self._repo.mutate,
+        return await self._repo.batched.mutate(
             key,
             lambda unit: convert.tool_response(call_tool(unit, run_id, agent_id, call, limits)),
             svc.CallToolResponse,
         )
-        return result
 
     async def SearchArchive(
         self, request: svc.SearchArchiveRequest, context: grpc.aio.ServicerContext

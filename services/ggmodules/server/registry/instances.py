@@ -22,8 +22,9 @@ from google.protobuf.message import Message
 from ggmodules.core.errors import TRANSIENT, DomainError, FailedPrecondition, Reason, missing
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
-from ggmodules.core.registry.plans import BindPlan, RosterRow, plan_fork, plan_open, plan_spawn
+from ggmodules.core.registry.plans import plan_fork, plan_open, plan_spawn
 from ggmodules.core.registry.runs import agent_id_for, require_running, resolve_open
+from ggmodules.core.roster import BindPlan, RosterRow
 from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.server.registry.binder import ModuleStoreBinder
@@ -191,7 +192,7 @@ def _pending(unit: RegistryUnit, run: RunRecord, plan: BindPlan, fsm_state: str)
         agent_id=agent_id,
         profile=plan.profile,
         parent_agent_id=plan.parent_agent_id,
-        cause=plan.cause.value,
+        cause=plan.cause,
         fsm_state=fsm_state,
         roster=(),
         created_us=now_us(),

@@ -23,6 +23,7 @@ from ggmodules.core.transfer.plan import (
     plan_exec,
     plan_transition,
 )
+from ggmodules.core.vocabulary import Cause
 from ggmodules.internal.v1 import registry_internal_service_pb2 as pb
 from ggmodules.server.registry.requests import request_key
 from ggmodules.storage.registry import InstanceRecord, RegistryRepository, RegistryUnit
@@ -37,9 +38,9 @@ class SuccessorPlanner:
     def plan(self, request: pb.PlanSuccessorRequest, caller: Caller) -> pb.PlanSuccessorResponse:
         _require(request.run_id, "run_id")
         _require(request.predecessor_agent_id, "predecessor_agent_id")
-        check_cause(request.cause)
-        _require(request.to_state if request.cause == "transition" else request.profile,
-                 "to_state" if request.cause == "transition" else "profile")
+        cause = check_cause(request.cause)
+        _require(request.to_state if cause is Cause.TRANSITION else request.profile,
+                 "to_state" if cause is Cause.TRANSITION else "profile")
         caller.check_run(request.run_id)
         key = request_key("PlanSuccessor", request)
 
@@ -59,7 +60,7 @@ class SuccessorPlanner:
             unit.add_reservation(
                 InstanceRecord(
                     run_id=run.run_id, agent_id=agent_id, profile=plan.profile,
-                    parent_agent_id=predecessor.agent_id, cause=request.cause, fsm_state=fsm_state,
+                    parent_agent_id=predecessor.agent_id, cause=cause, fsm_state=fsm_state,
                     roster=(), created_us=now_us(), pending=True, reserved_for=predecessor.agent_id,
                 ),
                 key,

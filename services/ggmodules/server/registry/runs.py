@@ -7,7 +7,7 @@ from ggmodules.core.modules.limits import check_text
 from ggmodules.core.registry.identity import Caller
 from ggmodules.core.registry.paging import decode_token, encode_token, page_size
 from ggmodules.core.registry.runs import new_run_id, require_running, validate_run
-from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.core.vocabulary import RunStatus
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.server.registry.requests import request_key
 from ggmodules.storage.registry import RegistryRepository, RegistryUnit, RunRecord

@@ -14,7 +14,7 @@ from typing import TypeAlias, TypeVar
 
 import grpc
 
-from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.core.vocabulary import RunStatus
 from ggmodules.internal.v1 import registry_internal_service_pb2 as internal_pb
 from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as internal_grpc
 from ggmodules.registry.v1 import registry_service_pb2 as pb

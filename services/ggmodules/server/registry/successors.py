@@ -11,9 +11,9 @@ from __future__ import annotations
 from ggmodules.core.errors import InvalidArgument, NotFound, Reason, missing
 from ggmodules.core.modules.limits import check_text
 from ggmodules.core.registry.identity import Caller
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.runs import agent_id_for, require_running
 from ggmodules.core.registry.successors import check_cause, check_successor, handed_on, not_reserved
+from ggmodules.core.roster import RosterRow
 from ggmodules.registry.v1 import registry_service_pb2 as pb
 from ggmodules.server.registry.requests import request_key
 from ggmodules.storage.registry import InstanceRecord, RegistryRepository, RegistryUnit
@@ -36,7 +36,7 @@ class Successors:
             (request.profile, "profile"),
         ):
             _require(value, field)
-        check_cause(request.cause)
+        cause = check_cause(request.cause)
         caller.check_run(request.run_id)
         key = request_key("ReserveSuccessor", request)
 
@@ -54,7 +54,7 @@ class Successors:
             unit.add_reservation(
                 InstanceRecord(
                     run_id=run.run_id, agent_id=agent_id, profile=request.profile,
-                    parent_agent_id=predecessor.agent_id, cause=request.cause, fsm_state=request.fsm_state,
+                    parent_agent_id=predecessor.agent_id, cause=cause, fsm_state=request.fsm_state,
                     roster=(), created_us=now_us(), pending=True, reserved_for=predecessor.agent_id,
                 ),
                 key,

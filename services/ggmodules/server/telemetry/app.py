@@ -29,7 +29,8 @@ from ggmodules.server.telemetry.servicer import ConsoleViews, NoConsole, Telemet
 from ggmodules.server.telemetry.settings import recent_bytes_from, retention_from
 from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.telemetry import TelemetryRepository
-from ggmodules.storage.telemetry.eventlog import EventLog, open_event_log
+from ggmodules.storage.telemetry.event_logs import open_event_log
+from ggmodules.storage.telemetry.eventlog import EventLog
 from ggmodules.storage.telemetry.tables import TelRequestRow
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc

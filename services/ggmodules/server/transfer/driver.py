@@ -20,7 +20,7 @@ from ggmodules.core.errors import TRANSIENT, DomainError
 from ggmodules.core.transfer import saga
 from ggmodules.core.transfer.record import TransferRecord
 from ggmodules.core.transfer.saga import Saga
-from ggmodules.core.transfer.vocabulary import TransferState
+from ggmodules.core.vocabulary import TransferState
 from ggmodules.internal.v1 import registry_internal_service_pb2 as internal
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
 from ggmodules.registry.v1 import registry_service_pb2 as reg

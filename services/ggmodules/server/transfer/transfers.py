@@ -23,7 +23,7 @@ from typing import TypeAlias
 from ggmodules.core.errors import InvalidArgument, missing
 from ggmodules.core.transfer import saga
 from ggmodules.core.transfer.record import Step, TransferRecord
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import TransferKind, TransferState
 from ggmodules.runtime.inline import Runner
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.driver import Driver, complete_request

@@ -14,12 +14,12 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.core.errors import FailedPrecondition, NotFound, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import Binding, BindPlan
 from ggmodules.core.modules.copying import Resolved, catalogue_key, forked
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.states import decode_state, empty_state, encode_state
 from ggmodules.core.modules.store import StoreHead
-from ggmodules.core.modules.values import BindAction, MemoryStrategy, Origin
+from ggmodules.core.roster import Binding, BindPlan
+from ggmodules.core.vocabulary import BindAction, MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, head_of, store_row
 from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store

@@ -9,9 +9,10 @@ from sqlalchemy.engine import Connection, Row
 
 from ggmodules.core.errors import DomainError, NotFound, PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.store import StoreHead
-from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.core.roster import Caps
+from ggmodules.core.vocabulary import MemoryStrategy
 from ggmodules.storage.modulestore.tables import MsAgent, MsHolder, MsStore
 from ggmodules.storage.prepared import Prepared, Tx
 

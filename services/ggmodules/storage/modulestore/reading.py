@@ -13,13 +13,14 @@ from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import pages, skills
 from ggmodules.core.modules.board import BoardState
 from ggmodules.core.modules.contents import ArchiveContents, Contents
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.history import HistoryState
 from ggmodules.core.modules.memories import MemoriesState
 from ggmodules.core.modules.states import decode_state
 from ggmodules.core.modules.tasks import TasksState
-from ggmodules.core.modules.values import MemoryStrategy, Origin
 from ggmodules.core.modules.views import HolderInfo, StoreInfo, StoreView
+from ggmodules.core.roster import Caps
+from ggmodules.core.vocabulary import MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.lineage import read_messages, read_threads
 from ggmodules.storage.modulestore.lookup import (

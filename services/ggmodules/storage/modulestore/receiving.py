@@ -14,14 +14,13 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.copying import resolve
-from ggmodules.core.modules.figures import Caps
 from ggmodules.core.modules.handover import HandoverKind, HandoverPlan, carried_origin, resolved_caps
 from ggmodules.core.modules.history import HistoryState, forked_figures
 from ggmodules.core.modules.states import decode_state, encode_state
 from ggmodules.core.modules.store import StoreHead
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
+from ggmodules.core.roster import Caps, RosterRow
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy, Origin, Outcome
 from ggmodules.storage.modulestore import read_sets
 from ggmodules.storage.modulestore.agent_reads import held
 from ggmodules.storage.modulestore.binding import catalogue_of, hold, join_named, mint_store

@@ -22,6 +22,7 @@ from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore import agent_reads, reading, run_ends
 from ggmodules.storage.modulestore.archive_index import vectors
+from ggmodules.storage.modulestore.group_commit import GroupCommit
 from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition, MsRequest, MsStreamHead
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.outbox import Outbox, OutboxPage
@@ -44,6 +45,8 @@ class ModuleStoreRepository:
         self.mutate = self.transactions.mutate
         self.positions = OutboxPositions(self.outbox, MsOutboxPosition)
         self.request_table = MsRequest.__table__  # type: ignore[attr-defined]
+        # Writes from the event loop: concurrent ones share a transaction (group_commit.py).
+        self.batched = GroupCommit(self.transactions)
 
     # ---- reads --------------------------------------------------------------------------------------
 
@@ -102,4 +105,5 @@ class ModuleStoreRepository:
         return self.read(read)
 
     def close(self) -> None:
+        self.batched.close()
         self.transactions.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection, Engine
@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestKey, RequestLog
-from ggmodules.storage.modulestore.unit import ModuleStoreUnit
+from ggmodules.storage.modulestore.unit import ModuleStoreUnit, apply_once
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.prepared import Tx
 
@@ -45,6 +45,15 @@ class Transactions:
         self._pinned = engine.connect() if pinned else None
         self._raw = self._pinned.connection.dbapi_connection if self._pinned is not None else None
 
+    @property
+    def pinned(self) -> Connection | None:
+        return self._pinned
+
+    @property
+    def pinned_dbapi(self) -> Any:
+        """The pinned connection's DBAPI connection (SQLite inline), or None."""
+        return self._raw
+
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         if self._pinned is None:
@@ -54,30 +63,63 @@ class Transactions:
             with self._pinned.begin():
                 yield self._pinned
 
+    def open(self, conn: Connection | None = None) -> tuple[Tx, Callable[[bool], None]]:
+        """Begins a mutation's transaction: its Tx and how it ends (True: COMMIT, False: ROLLBACK, which
+        does nothing once ended). On `conn` when given (group commit's own per worker), else on the pinned
+        connection, else on one from the pool. On the pinned SQLite connection it is begun and ended on the
+        DBAPI connection itself, which skips SQLAlchemy's per-transaction bookkeeping when the mutation runs
+        only prepared statements (a write); a Core statement joins it (storage/engine.py), and SQLAlchemy
+        then ends it."""
+        pinned, raw = self._pinned, self._raw
+        if conn is None and pinned is not None and raw is not None:
+            raw.execute("BEGIN IMMEDIATE")
+
+            def end_raw(commit: bool) -> None:
+                if commit:
+                    if pinned.in_transaction():
+                        pinned.commit()
+                    else:
+                        raw.execute("COMMIT")
+                    return
+                if pinned.in_transaction():
+                    pinned.rollback()
+                if raw.in_transaction:
+                    raw.execute("ROLLBACK")
+
+            return Tx(pinned, dbapi=raw), end_raw
+        own = conn is None and pinned is None
+        on = self.engine.connect() if own else (conn or pinned)
+        assert on is not None
+        trans = on.begin()
+
+        def end(commit: bool) -> None:
+            try:
+                if commit:
+                    trans.commit()
+                elif trans.is_active:
+                    trans.rollback()
+            finally:
+                if own:
+                    on.close()
+
+        return Tx(on), end
+
     @contextmanager
     def begin_tx(self) -> Iterator[Tx]:
-        """A mutation's transaction. On the pinned SQLite connection it is begun and ended on the DBAPI
-        connection itself, which skips SQLAlchemy's per-transaction bookkeeping when the mutation runs only
-        prepared statements (a write); a Core statement joins it (storage/engine.py), and SQLAlchemy then
-        ends it."""
-        pinned, raw = self._pinned, self._raw
-        if pinned is None or raw is None:
-            with self.engine.begin() as conn:
-                yield Tx(conn)
-            return
-        raw.execute("BEGIN IMMEDIATE")
+        """A mutation's transaction (`open`), committed when the block ends, rolled back when it raises."""
+        tx, end = self.open()
         try:
-            yield Tx(pinned, dbapi=raw)
-            if pinned.in_transaction():
-                pinned.commit()
-            else:
-                raw.execute("COMMIT")
+            yield tx
+            end(True)
         except BaseException:
-            if pinned.in_transaction():
-                pinned.rollback()
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
+            end(False)
             raise
+
+    def apply(
+        self, tx: Tx, key: RequestKey | None, apply: Callable[[ModuleStoreUnit], M], response_type: type[M]
+    ) -> M:
+        """One mutation inside the open transaction `tx` (unit.py, `apply_once`)."""
+        return apply_once(tx, self.outbox, self.requests, key, apply, response_type)
 
     def mutate(
         self, key: RequestKey | None, apply: Callable[[ModuleStoreUnit], M], response_type: type[M]
@@ -98,16 +140,8 @@ class Transactions:
     def _attempt(
         self, key: RequestKey | None, apply: Callable[[ModuleStoreUnit], M], response_type: type[M]
     ) -> M:
-        log = self.requests
         with self.begin_tx() as tx:
-            if key is not None:
-                first = log.claim(tx, key.method, key.request_id, key.request_hash)
-                if first is not None:
-                    return response_type.FromString(first)
-            response = apply(ModuleStoreUnit(tx, self.outbox))
-            if key is not None:
-                log.answer(tx, key.method, key.request_id, response.SerializeToString(deterministic=True))
-            return response
+            return self.apply(tx, key, apply, response_type)
 
     def close(self) -> None:
         if self._pinned is not None:

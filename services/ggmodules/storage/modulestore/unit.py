@@ -1,5 +1,6 @@
 """ModuleStore's unit of work: the storage side of one transaction, as the use cases see it
-(usecases/modulestore/port.py). It loads, persists and appends; it decides nothing.
+(usecases/modulestore/port.py). It loads, persists and appends; it decides nothing. `apply_once` runs one
+mutation in an open transaction: request id claimed, use case applied on the unit, answer recorded.
 
 The write path's own statements are here, prepared (see storage/prepared.py): the store and all its holders
 in one query, its state, and the persisting of an applied write. The other steps are the storage modules'
@@ -8,24 +9,26 @@ in one query, its state, and the persisting of an applied write. The other steps
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, NamedTuple
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, NamedTuple, TypeVar
 
+from google.protobuf.message import Message
 from sqlalchemy import and_, bindparam, select, update
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import DomainError, PermissionDenied
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.copying import Resolved
-from ggmodules.core.modules.figures import Caps, Figures
+from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.handover import HandoverKind, HandoverPlan
 from ggmodules.core.modules.states import KindState, decode_state, encode_state
 from ggmodules.core.modules.store import Applied, StoreHead
-from ggmodules.core.modules.values import MemoryStrategy
+from ggmodules.core.roster import Binding, BindPlan, Caps, RosterRow
+from ggmodules.core.vocabulary import MemoryStrategy
 from ggmodules.storage.fan_out import FanOutEntry
+from ggmodules.storage.idempotency import RequestKey, RequestLog
 from ggmodules.storage.modulestore import (
     agent_reads,
     archive_index,
@@ -43,6 +46,7 @@ from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.prepared import Prepared, Tx
 
 _S, _H = STORES, HOLDERS
+M = TypeVar("M", bound=Message)
 
 
 class HolderRow(NamedTuple):
@@ -228,3 +232,23 @@ class ModuleStoreUnit:
         conn = self.tx.conn
         row = lookup.store_row(conn, run_id, store_id)
         return restating.restated(conn, row, read_sets.load(self.tx, read_set_id))
+
+
+def apply_once(
+    tx: Tx,
+    outbox: Outbox,
+    requests: RequestLog,
+    key: RequestKey | None,
+    apply: Callable[[ModuleStoreUnit], M],
+    response_type: type[M],
+) -> M:
+    """One mutation inside the open transaction `tx`: its request id claimed first (R49; the first answer
+    returned if it has one), the use case `apply` run on a unit of work, its answer recorded."""
+    if key is not None:
+        first = requests.claim(tx, key.method, key.request_id, key.request_hash)
+        if first is not None:
+            return response_type.FromString(first)
+    response = apply(ModuleStoreUnit(tx, outbox))
+    if key is not None:
+        requests.answer(tx, key.method, key.request_id, response.SerializeToString(deterministic=True))
+    return response

@@ -8,9 +8,9 @@ from typing import Any
 
 from ggmodules.core.kinds import Kind, kind_from_word
 from ggmodules.core.registry.fsm import Fsm, FsmEdge, FsmState
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.profiles import ModuleSpec, Profile
-from ggmodules.core.registry.vocabulary import Caps, MemoryScope, MemoryStrategy, Origin
+from ggmodules.core.roster import Caps, RosterRow
+from ggmodules.core.vocabulary import MemoryScope, MemoryStrategy, Origin
 
 
 def encode_spec(profiles: Sequence[Profile], fsm: Fsm | None) -> str:

@@ -17,10 +17,10 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
-from ggmodules.core.registry.plans import RosterRow
 from ggmodules.core.registry.records import InstanceRecord, RunRecord
 from ggmodules.core.registry.runs import RunSpec
-from ggmodules.core.registry.vocabulary import RunStatus
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import Cause, RunStatus
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestKey, RequestLog
@@ -297,7 +297,7 @@ def _run_record(row: Any) -> RunRecord:
 def _instance_record(row: Any) -> InstanceRecord:
     return InstanceRecord(
         run_id=row.run_id, agent_id=row.agent_id, profile=row.profile, parent_agent_id=row.parent_agent_id,
-        cause=row.cause, fsm_state=row.fsm_state, roster=decode_roster(row.roster),
+        cause=Cause(row.cause), fsm_state=row.fsm_state, roster=decode_roster(row.roster),
         created_us=int(row.created_us), seq=int(row.seq), pending=bool(row.pending),
         bind_request=bytes(row.bind_request or b""), reserved_for=row.reserved_for or "",
         released=bool(row.released), opening_note=row.opening_note, successor_agent_id=row.successor_agent_id,

@@ -6,6 +6,7 @@
   cache is filled from the table in cursor order.
 - `JetStreamEventLog` (storage/telemetry/jetstream.py): a NATS JetStream stream, selected by a `nats://`
   URL (`--event-log`, GGMODULES_TELEMETRY_EVENT_LOG). The cursor is the stream sequence.
+`open_event_log` (storage/telemetry/event_logs.py) picks one by URL.
 
 Both store each (origin, origin_seq) once, whichever relay or replica appends it, and serve Subscribe (R33)
 the same way: events after a cursor in cursor order, a heartbeat with a resumable cursor when idle,
@@ -24,7 +25,7 @@ from typing import Protocol
 from sqlalchemy import text
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
+from ggmodules.core.telemetry.streams import StreamFilter, check_retained, start_position
 from ggmodules.storage.commits import CommitListener, listen_for_commits
 from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
@@ -165,18 +166,3 @@ class SqlEventLog:
     async def close(self) -> None:
         if self._listener is not None:
             self._listener.stop()
-
-
-def open_event_log(url: str, repo: TelemetryRepository, retention: Retention) -> EventLog:
-    """The event log a URL names: "" (or "sql") for the embedded table, `nats://host:port[?stream=NAME&
-    subject=PREFIX]` for JetStream."""
-    if not url or url == "sql":
-        return SqlEventLog(repo)
-    if url.startswith(("nats://", "tls://")):
-        from ggmodules.storage.telemetry.jetstream import JetStreamEventLog
-
-        return JetStreamEventLog(url, repo, retention)
-    raise ValueError(
-        f"event log {url!r} is not understood: leave it empty for the embedded SQL log, or give a "
-        "nats://host:port URL for NATS JetStream"
-    )

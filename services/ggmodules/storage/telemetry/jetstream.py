@@ -6,11 +6,15 @@ serialized Event. The cursor of an event is its stream sequence. The URL's query
 prefix (`nats://127.0.0.1:4222?stream=NAME&prefix=a.b`), so tests and installations can keep logs apart;
 several hosts may be given comma-separated (`nats://a:4222,b:4222`).
 
-- Appends carry `Nats-Msg-Id: <origin>:<origin_seq>`: JetStream drops a duplicate within its duplicate
-  window, so any number of relays (replicas) may publish the same outbox. Outside the window the relay's
-  resume point (the highest origin_seq published, kept in Telemetry's database, `tel_meta`) keeps a
-  re-publish from reaching back that far. Events of one origin are published one after the other, each
-  acknowledged before the next, so a failure never leaves a later event stored before an earlier one.
+- Appends carry `Nats-Msg-Id: <origin>:<run_id>:<origin_seq>`: JetStream drops a duplicate within its
+  duplicate window, so any number of relays (replicas) may publish the same outbox. The run id is in it
+  because an origin's numbers are unique only within one origin database: a ModuleStore started afresh (or
+  a second installation on the same stream) numbers from 1 again, and without the run id its first events
+  would be dropped as repeats of the old ones for the window's length (runs never share an id). Outside
+  the window the relay's resume point (the highest origin_seq published, kept in Telemetry's database,
+  `tel_meta`) keeps a re-publish from reaching back that far. Events of one origin are published one after
+  the other, each acknowledged before the next, so a failure never leaves a later event stored before an
+  earlier one.
 - Retention is the stream's: max messages (`Retention.events`), max age (`seconds`), max bytes (`bytes`),
   the oldest discarded first. `pruned_through` is the stream's first sequence minus one.
 - Subscribe is an ordered push consumer filtered to the stream's subjects, starting at the cursor. While
@@ -72,6 +76,12 @@ def _reachable(servers: Sequence[str], doing: str) -> Iterator[None]:
             reason=Reason.UNAVAILABLE,
             metadata={"event_log": "jetstream"},
         ) from None
+
+
+def dedupe_id(event: event_pb2.Event) -> str:
+    """The message id JetStream deduplicates a publish by: the same for every relay publishing one outbox
+    event, different for events of two origin databases that happen to share an origin_seq."""
+    return f"{event.origin}:{event.run_id}:{event.origin_seq}"
 
 
 class JetStreamEventLog:
@@ -173,7 +183,7 @@ class JetStreamEventLog:
             event.SerializeToString(),
             timeout=PUBLISH_TIMEOUT,
             stream=self.stream,
-            headers={"Nats-Msg-Id": f"{event.origin}:{event.origin_seq}"},
+            headers={"Nats-Msg-Id": dedupe_id(event)},
         )
         return int(ack.seq), bool(ack.duplicate)
 

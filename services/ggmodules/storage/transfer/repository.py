@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.transfer.record import TransferRecord
-from ggmodules.core.transfer.vocabulary import TransferKind, TransferState
+from ggmodules.core.vocabulary import TransferKind, TransferState
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.transfer.tables import TrTransferRow

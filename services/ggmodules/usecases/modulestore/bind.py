@@ -9,9 +9,10 @@ from __future__ import annotations
 from ggmodules.core.errors import AlreadyExists
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow, check_plan
+from ggmodules.core.modules.binding import check_plan
 from ggmodules.core.modules.copying import resolve
-from ggmodules.core.modules.values import BindAction, MemoryScope, MemoryStrategy
+from ggmodules.core.roster import Binding, BindPlan, RosterRow
+from ggmodules.core.vocabulary import BindAction, MemoryScope, MemoryStrategy
 from ggmodules.usecases.modulestore.port import BindUnit, Bound
 from ggmodules.wire.modulestore_events import bind_event, roster_event
 

@@ -15,7 +15,6 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import AlreadyExists
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
-from ggmodules.core.modules.binding import RosterRow
 from ggmodules.core.modules.handover import (
     HandoverPlan,
     KindResult,
@@ -25,7 +24,8 @@ from ggmodules.core.modules.handover import (
     check_strategy,
     with_implicit_drops,
 )
-from ggmodules.core.modules.values import Outcome
+from ggmodules.core.roster import RosterRow
+from ggmodules.core.vocabulary import Outcome
 from ggmodules.usecases.modulestore.port import HandoverUnit, Held, Received
 from ggmodules.wire.modulestore_events import drain_event, restate_event, roster_event
 

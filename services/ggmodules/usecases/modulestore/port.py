@@ -14,14 +14,14 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import DomainError, PermissionDenied
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules.archive_search import ArchiveSearch, SearchPage
-from ggmodules.core.modules.binding import Binding, BindPlan, RosterRow
 from ggmodules.core.modules.contents import Contents
 from ggmodules.core.modules.copying import Resolved
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.modules.handover import HandoverKind, HandoverPlan
 from ggmodules.core.modules.states import KindState
 from ggmodules.core.modules.store import Applied, StoreHead
-from ggmodules.core.modules.values import MemoryScope, Origin, Outcome
+from ggmodules.core.roster import Binding, BindPlan, RosterRow
+from ggmodules.core.vocabulary import MemoryScope, Origin, Outcome
 from ggmodules.storage.fan_out import FanOutEntry
 
 

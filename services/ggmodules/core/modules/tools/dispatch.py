@@ -22,8 +22,9 @@ from ggmodules.core.modules.contents import (
 )
 from ggmodules.core.modules.tools.arguments import parse_arguments
 from ggmodules.core.modules.tools.catalog import BY_NAME, ToolDefinition
-from ggmodules.core.modules.values import IssueStatus, MemoryStrategy, TaskStatus
+from ggmodules.core.modules.values import IssueStatus, TaskStatus
 from ggmodules.core.modules.views import WriteResult
+from ggmodules.core.vocabulary import MemoryStrategy
 
 Result = dict[str, Any]
 

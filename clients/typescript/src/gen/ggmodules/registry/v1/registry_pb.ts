@@ -4,7 +4,7 @@
 
 import type { GenEnum, GenFile, GenMessage } from "@bufbuild/protobuf/codegenv2";
 import { enumDesc, fileDesc, messageDesc } from "@bufbuild/protobuf/codegenv2";
-import type { Caps, MemoryScope, MemoryStrategy, RosterRow } from "../../common/v1/common_pb.js";
+import type { Caps, InstanceCause, MemoryScope, MemoryStrategy, RosterRow } from "../../common/v1/common_pb.js";
 import { file_ggmodules_common_v1_common } from "../../common/v1/common_pb.js";
 import type { Timestamp } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_timestamp } from "@bufbuild/protobuf/wkt";
@@ -14,7 +14,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ggmodules/registry/v1/registry.proto.
  */
 export const file_ggmodules_registry_v1_registry: GenFile = /*@__PURE__*/
-  fileDesc("CiRnZ21vZHVsZXMvcmVnaXN0cnkvdjEvcmVnaXN0cnkucHJvdG8SFWdnbW9kdWxlcy5yZWdpc3RyeS52MSLdAQoMTW9kdWxlQ29uZmlnEg8KB2VuYWJsZWQYASABKAgSNQoIc3RyYXRlZ3kYAiABKA4yIy5nZ21vZHVsZXMuY29tbW9uLnYxLk1lbW9yeVN0cmF0ZWd5Ei8KBXNjb3BlGAMgASgOMiAuZ2dtb2R1bGVzLmNvbW1vbi52MS5NZW1vcnlTY29wZRIRCglyZWFkX29ubHkYBCABKAgSJwoEY2FwcxgFIAEoCzIZLmdnbW9kdWxlcy5jb21tb24udjEuQ2FwcxIYChBza2lsbHNfZGlyZWN0b3J5GAYgASgJIqoBCgdQcm9maWxlEgwKBG5hbWUYASABKAkSPAoHbW9kdWxlcxgCIAMoCzIrLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Qcm9maWxlLk1vZHVsZXNFbnRyeRpTCgxNb2R1bGVzRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuZ2dtb2R1bGVzLnJlZ2lzdHJ5LnYxLk1vZHVsZUNvbmZpZzoCOAEiKQoIRnNtU3RhdGUSDAoEbmFtZRgBIAEoCRIPCgdwcm9maWxlGAIgASgJIjIKB0ZzbUVkZ2USDAoEZnJvbRgBIAEoCRIKCgJ0bxgCIAEoCRINCgVjYXJyeRgDIAMoCSKAAQoNRnNtRGVmaW5pdGlvbhIPCgdpbml0aWFsGAEgASgJEi8KBnN0YXRlcxgCIAMoCzIfLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21TdGF0ZRItCgVlZGdlcxgDIAMoCzIeLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21FZGdlIpkCCgNSdW4SDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSMAoIcHJvZmlsZXMYAyADKAsyHi5nZ21vZHVsZXMucmVnaXN0cnkudjEuUHJvZmlsZRIVCg1ib2FyZF9lbmFibGVkGAQgASgIEjEKA2ZzbRgFIAEoCzIkLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21EZWZpbml0aW9uEjAKBnN0YXR1cxgGIAEoDjIgLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5SdW5TdGF0dXMSFQoNc3RhdHVzX2RldGFpbBgHIAEoCRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAiqQIKCEluc3RhbmNlEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEhcKD3BhcmVudF9hZ2VudF9pZBgEIAEoCRIcChRwcmVkZWNlc3Nvcl9hZ2VudF9pZBgFIAEoCRINCgVjYXVzZRgGIAEoCRIuCgZyb3N0ZXIYByADKAsyHi5nZ21vZHVsZXMuY29tbW9uLnYxLlJvc3RlclJvdxIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZnNtX3N0YXRlGAkgASgJEhoKEnN1Y2Nlc3Nvcl9hZ2VudF9pZBgKIAEoCRIUCgxvcGVuaW5nX25vdGUYCyABKAkqdwoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIXChNSVU5fU1RBVFVTX0ZJTklTSEVEEAISHQoZUlVOX1NUQVRVU19JTlRFUk5BTF9FUlJPUhADYgZwcm90bzM", [file_ggmodules_common_v1_common, file_google_protobuf_timestamp]);
+  fileDesc("CiRnZ21vZHVsZXMvcmVnaXN0cnkvdjEvcmVnaXN0cnkucHJvdG8SFWdnbW9kdWxlcy5yZWdpc3RyeS52MSLdAQoMTW9kdWxlQ29uZmlnEg8KB2VuYWJsZWQYASABKAgSNQoIc3RyYXRlZ3kYAiABKA4yIy5nZ21vZHVsZXMuY29tbW9uLnYxLk1lbW9yeVN0cmF0ZWd5Ei8KBXNjb3BlGAMgASgOMiAuZ2dtb2R1bGVzLmNvbW1vbi52MS5NZW1vcnlTY29wZRIRCglyZWFkX29ubHkYBCABKAgSJwoEY2FwcxgFIAEoCzIZLmdnbW9kdWxlcy5jb21tb24udjEuQ2FwcxIYChBza2lsbHNfZGlyZWN0b3J5GAYgASgJIqoBCgdQcm9maWxlEgwKBG5hbWUYASABKAkSPAoHbW9kdWxlcxgCIAMoCzIrLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Qcm9maWxlLk1vZHVsZXNFbnRyeRpTCgxNb2R1bGVzRW50cnkSCwoDa2V5GAEgASgJEjIKBXZhbHVlGAIgASgLMiMuZ2dtb2R1bGVzLnJlZ2lzdHJ5LnYxLk1vZHVsZUNvbmZpZzoCOAEiKQoIRnNtU3RhdGUSDAoEbmFtZRgBIAEoCRIPCgdwcm9maWxlGAIgASgJIjIKB0ZzbUVkZ2USDAoEZnJvbRgBIAEoCRIKCgJ0bxgCIAEoCRINCgVjYXJyeRgDIAMoCSKAAQoNRnNtRGVmaW5pdGlvbhIPCgdpbml0aWFsGAEgASgJEi8KBnN0YXRlcxgCIAMoCzIfLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21TdGF0ZRItCgVlZGdlcxgDIAMoCzIeLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21FZGdlIpkCCgNSdW4SDgoGcnVuX2lkGAEgASgJEgwKBG5hbWUYAiABKAkSMAoIcHJvZmlsZXMYAyADKAsyHi5nZ21vZHVsZXMucmVnaXN0cnkudjEuUHJvZmlsZRIVCg1ib2FyZF9lbmFibGVkGAQgASgIEjEKA2ZzbRgFIAEoCzIkLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5Gc21EZWZpbml0aW9uEjAKBnN0YXR1cxgGIAEoDjIgLmdnbW9kdWxlcy5yZWdpc3RyeS52MS5SdW5TdGF0dXMSFQoNc3RhdHVzX2RldGFpbBgHIAEoCRIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXAi5QIKCEluc3RhbmNlEg4KBnJ1bl9pZBgBIAEoCRIQCghhZ2VudF9pZBgCIAEoCRIPCgdwcm9maWxlGAMgASgJEhcKD3BhcmVudF9hZ2VudF9pZBgEIAEoCRIcChRwcmVkZWNlc3Nvcl9hZ2VudF9pZBgFIAEoCRINCgVjYXVzZRgGIAEoCRIuCgZyb3N0ZXIYByADKAsyHi5nZ21vZHVsZXMuY29tbW9uLnYxLlJvc3RlclJvdxIvCgtjcmVhdGVfdGltZRgIIAEoCzIaLmdvb2dsZS5wcm90b2J1Zi5UaW1lc3RhbXASEQoJZnNtX3N0YXRlGAkgASgJEhoKEnN1Y2Nlc3Nvcl9hZ2VudF9pZBgKIAEoCRIUCgxvcGVuaW5nX25vdGUYCyABKAkSOgoOaW5zdGFuY2VfY2F1c2UYDCABKA4yIi5nZ21vZHVsZXMuY29tbW9uLnYxLkluc3RhbmNlQ2F1c2UqdwoJUnVuU3RhdHVzEhoKFlJVTl9TVEFUVVNfVU5TUEVDSUZJRUQQABIWChJSVU5fU1RBVFVTX1JVTk5JTkcQARIXChNSVU5fU1RBVFVTX0ZJTklTSEVEEAISHQoZUlVOX1NUQVRVU19JTlRFUk5BTF9FUlJPUhADYgZwcm90bzM", [file_ggmodules_common_v1_common, file_google_protobuf_timestamp]);
 
 /**
  * How a profile configures one kind. Profiles name kinds by their words ("history", "memories", ...);
@@ -312,7 +312,8 @@ export type Instance = Message<"ggmodules.registry.v1.Instance"> & {
   predecessorAgentId: string;
 
   /**
-   * "open", "spawn", "fork", "transition", "exec".
+   * "open", "spawn", "fork", "transition", "exec": `instance_cause` as a word, kept for clients that read
+   * it (both are always filled; new readers use `instance_cause`).
    *
    * @generated from field: string cause = 6;
    */
@@ -352,6 +353,13 @@ export type Instance = Message<"ggmodules.registry.v1.Instance"> & {
    * @generated from field: string opening_note = 11;
    */
   openingNote: string;
+
+  /**
+   * Why the instance exists; the same as `cause`, as an enum.
+   *
+   * @generated from field: ggmodules.common.v1.InstanceCause instance_cause = 12;
+   */
+  instanceCause: InstanceCause;
 };
 
 /**
