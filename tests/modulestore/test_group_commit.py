@@ -18,9 +18,9 @@ from sqlalchemy import create_engine, text
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.core.errors import FailedPrecondition
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import Binding, BindPlan
 from ggmodules.core.modules.contents import HistoryContents
-from ggmodules.core.modules.values import BindAction
+from ggmodules.core.roster import Binding, BindPlan
+from ggmodules.core.vocabulary import BindAction, Cause
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.idempotency import RequestKey
@@ -133,7 +133,8 @@ def test_refused_writes_among_concurrent_ones_change_nothing_and_the_others_stan
 
 
 def _plan(run: str, agent: str) -> BindPlan:
-    return BindPlan(run, agent, "coder", "", "open", (Binding(Kind.HISTORY, BindAction.CREATE),))
+    history = Binding(Kind.HISTORY, BindAction.CREATE, may_write=True)
+    return BindPlan(Cause.OPEN, "coder", "", (history,), run_id=run, agent_id=agent)
 
 
 def test_one_batch_is_one_transaction_and_a_refusal_in_it_is_rolled_back_alone(database_url: str) -> None:
