@@ -48,10 +48,6 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("wire-storage", "ggmodules.storage.modulestore.events -> ggmodules.wire.modulestore"): "usecases",
     ("wire-storage", "ggmodules.wire.registry -> ggmodules.storage.registry"): "usecases",
     ("wire-storage", "ggmodules.wire.telemetry -> ggmodules.storage.telemetry"): "usecases",
-    # session (issue 10): write sessions subclass the agents and are made by the transports, which the
-    # agents name for their session() and the sessions name for their own transport (a Protocol would do).
-    ("import-cycle", "ggmodules.sdk.agent ggmodules.sdk.aio_session ggmodules.sdk.aio_transport "
-     "ggmodules.sdk.session ggmodules.sdk.transport"): "session",
 }
 
 
