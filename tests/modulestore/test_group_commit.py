@@ -18,15 +18,18 @@ from sqlalchemy import create_engine, text
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.core.errors import FailedPrecondition
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.binding import Binding, BindPlan
 from ggmodules.core.modules.contents import HistoryContents
-from ggmodules.core.modules.values import BindAction
+from ggmodules.core.roster import Binding, BindPlan
+from ggmodules.core.vocabulary import BindAction, Cause
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore.group_commit import GroupCommit
-from ggmodules.storage.modulestore.prepared import Tx
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.modulestore.unit import ModuleStoreUnit
+from ggmodules.storage.prepared import Tx
+from ggmodules.usecases.modulestore import write as writing
+from ggmodules.usecases.modulestore.bind import bind
 from ggmodules.wire import modulestore as convert
 from tests.harness import (
     BACKENDS,
@@ -133,7 +136,8 @@ def test_refused_writes_among_concurrent_ones_change_nothing_and_the_others_stan
 
 
 def _plan(run: str, agent: str) -> BindPlan:
-    return BindPlan(run, agent, "coder", "", "open", (Binding(Kind.HISTORY, BindAction.CREATE),))
+    history = Binding(Kind.HISTORY, BindAction.CREATE, may_write=True)
+    return BindPlan(Cause.OPEN, "coder", "", (history,), run_id=run, agent_id=agent)
 
 
 def test_one_batch_is_one_transaction_and_a_refusal_in_it_is_rolled_back_alone(database_url: str) -> None:
@@ -142,19 +146,20 @@ def test_one_batch_is_one_transaction_and_a_refusal_in_it_is_rolled_back_alone(d
     sqlite = database_url.startswith("sqlite")
     repo = ModuleStoreRepository(make_engine(database_url), pinned=sqlite)
     run, agent = new_run(), "coder-0"
-    roster = repo.mutate(None, lambda conn: convert.bind_response(repo.bind(conn, _plan(run, agent))),
+    roster = repo.mutate(None, lambda unit: convert.bind_response(bind(unit, _plan(run, agent))),
                          svc.BindInstanceResponse).roster
     store = roster[0].store_id
     # PostgreSQL: one worker, so the first mutation runs alone and every later one waits for the next batch.
-    group = GroupCommit(repo.transactions, repo.requests, repo.committed, workers=1)
+    group = GroupCommit(repo.transactions, workers=1)
     seen: list[Tx] = []
 
     def apply(i: int) -> Any:
-        def run_it(tx: Tx) -> svc.WriteResponse:
-            seen.append(tx)
+        def run_it(unit: ModuleStoreUnit) -> svc.WriteResponse:
+            seen.append(unit.tx)
             request = svc.WriteRequest(run_id=run, agent_id=agent, store_id=store,
                                        append_messages=svc.AppendMessages(messages=messages(f"m{i}")))
-            response = convert.write_response(repo.write(tx, run, agent, store, convert.op_from(request)))
+            op = convert.op_from(request)
+            response = convert.write_response(writing.write(unit, run, agent, store, op))
             if i % 4 == 3:  # it wrote, then is refused: all it wrote must go
                 raise FailedPrecondition(f"refused m{i}")
             return response
@@ -249,7 +254,7 @@ def test_a_one_connection_pool_still_serves_batches_and_reads(backend: str, tmp_
     repo = ModuleStoreRepository(make_engine(url, pool_size=1, max_overflow=0))
     run, agent = new_run(), "coder-0"
     try:
-        roster = repo.mutate(None, lambda conn: convert.bind_response(repo.bind(conn, _plan(run, agent))),
+        roster = repo.mutate(None, lambda unit: convert.bind_response(bind(unit, _plan(run, agent))),
                              svc.BindInstanceResponse).roster
         store = roster[0].store_id
 
@@ -257,7 +262,7 @@ def test_a_one_connection_pool_still_serves_batches_and_reads(backend: str, tmp_
             request = svc.WriteRequest(run_id=run, agent_id=agent, store_id=store,
                                        append_messages=svc.AppendMessages(messages=messages(f"m{i}")))
             op = convert.op_from(request)
-            return lambda tx: convert.write_response(repo.write(tx, run, agent, store, op))
+            return lambda unit: convert.write_response(writing.write(unit, run, agent, store, op))
 
         async def main() -> list[Any]:
             loop = asyncio.get_running_loop()

@@ -12,7 +12,8 @@ import pytest
 from sqlalchemy import func, select
 
 from ggmodules.core.telemetry.streams import Retention
-from ggmodules.storage.telemetry.repository import PRUNED_THROUGH, _meta_value
+from ggmodules.storage.telemetry import meta
+from ggmodules.storage.telemetry.repository import PRUNED_THROUGH
 from ggmodules.storage.telemetry.tables import TelEventRow
 from tests.harness import InProcessTelemetry, StreamEnded, Suite, error_metadata, is_write_of, status_of
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
@@ -54,7 +55,7 @@ def stored(suite: Suite) -> tuple[int, int, int]:
     assert isinstance(suite.telemetry, InProcessTelemetry)
     with suite.telemetry.repository.engine.connect() as conn:
         count, size = conn.execute(select(func.count(), func.sum(func.length(EVENTS.c.payload)))).one()
-        return int(count), int(size or 0), _meta_value(conn, PRUNED_THROUGH)
+        return int(count), int(size or 0), meta.value(conn, PRUNED_THROUGH)
 
 
 def test_the_log_keeps_within_its_byte_bound_newest_first(by_bytes: Suite) -> None:

@@ -13,8 +13,8 @@
         for item in gg.subscribe(run.id): ...          # resumed from its last cursor across reconnects
 """
 
-from ggmodules.sdk.agent import Agent, AsyncAgent
-from ggmodules.sdk.aio_session import AsyncWriteSession
+from ggmodules.sdk.acks import Ack
+from ggmodules.sdk.agent import Agent, AsyncAgent, AsyncWriteSession, WriteSession
 from ggmodules.sdk.client import AsyncClient, Client
 from ggmodules.sdk.config import NO_RETRY, ClientConfig, RetryPolicy
 from ggmodules.sdk.contents import (
@@ -113,7 +113,6 @@ from ggmodules.sdk.results import (
     Transfer,
     WriteResult,
 )
-from ggmodules.sdk.session import Ack, WriteSession
 from ggmodules.sdk.stream import AsyncSubscription, Reconnect, Subscription
 from ggmodules.sdk.words import (
     IssueStatus,

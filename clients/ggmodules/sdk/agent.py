@@ -12,7 +12,7 @@ Also the RPC-method kinds that hand back an agent (`opens`, `transfers`), used h
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Concatenate, ParamSpec, Self, TypeVar, overload
+from typing import Any, Concatenate, ParamSpec, Protocol, Self, TypeVar, overload
 
 import grpc
 
@@ -20,6 +20,7 @@ from ggmodules.sdk import modulestore_calls as ms
 from ggmodules.sdk import registry_calls as reg
 from ggmodules.sdk import telemetry_calls as tel
 from ggmodules.sdk import transfer_calls as tr
+from ggmodules.sdk.acks import Ack
 from ggmodules.sdk.bound import Async, Bound, M, OpBase, Sync, Transport, bound_call, bound_plan, unbound_plan
 from ggmodules.sdk.errors import KindNotHeldError
 from ggmodules.sdk.handles import (
@@ -33,10 +34,6 @@ from ggmodules.sdk.handles import (
 from ggmodules.sdk.plans import ModuleRef, Plan
 from ggmodules.sdk.results import Instance, RosterRow, Transfer
 from ggmodules.sdk.words import Kind
-
-if TYPE_CHECKING:
-    from ggmodules.sdk.aio_session import AsyncWriteSession
-    from ggmodules.sdk.session import WriteSession
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -192,3 +189,82 @@ class AsyncAgent(_Agent[Async]):
         `async with agent.session() as s: await s.history.append(...)`."""
         found: AsyncWriteSession = self._transport.session(self.instance)
         return found
+
+
+# ---- write sessions (ggmodules.sdk.session, .aio_session open them: agent.session()) ----------------------
+
+
+class _Writes(Protocol):
+    def abort(self) -> None: ...
+
+
+class _SyncWrites(_Writes, Protocol):
+    def close(self) -> None: ...
+
+
+class _AsyncWrites(_Writes, Protocol):
+    async def close(self) -> None: ...
+
+
+class _OnSession(Transport, Protocol):
+    """A transport that sends the agent's writes on a session (ggmodules.sdk.session.SessionTransport)."""
+
+    @property
+    def writes(self) -> _SyncWrites: ...
+
+    def defer(self, fn: Callable[[], R]) -> Ack[R]: ...
+
+
+class _OnAsyncSession(Transport, Protocol):
+    @property
+    def writes(self) -> _AsyncWrites: ...
+
+
+class WriteSession(Agent):
+    """The agent, its writes sent on one `Session` stream (see ggmodules.sdk.session's docstring)."""
+
+    _transport: _OnSession
+
+    def __init__(self, transport: _OnSession, instance: Instance) -> None:
+        super().__init__(transport, instance)
+
+    def submit(self, write: Callable[P, R], /, *args: P.args, **kwargs: P.kwargs) -> Ack[R]:
+        """Sends a write of this session (`s.history.append`, `s.tasks.create`, ...) without waiting for its
+        acknowledgement; `.result()` of the answer waits. Anything else is called at once and its result
+        handed back as an `Ack` already settled."""
+        return self._transport.defer(lambda: write(*args, **kwargs))
+
+    def close(self) -> None:
+        """Waits for every write sent to be answered, then ends the session."""
+        self._transport.writes.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            self.close()
+        else:
+            self._transport.writes.abort()
+
+
+class AsyncWriteSession(AsyncAgent):
+    """The agent, its writes sent on one `Session` stream (see ggmodules.sdk.aio_session's docstring)."""
+
+    _transport: _OnAsyncSession
+
+    def __init__(self, transport: _OnAsyncSession, instance: Instance) -> None:
+        super().__init__(transport, instance)
+
+    async def close(self) -> None:
+        """Waits for every write sent to be answered, then ends the session."""
+        await self._transport.writes.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, exc_type: object, *rest: object) -> None:
+        if exc_type is None:
+            await self.close()
+        else:
+            self._transport.writes.abort()

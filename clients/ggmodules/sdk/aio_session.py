@@ -18,22 +18,34 @@ import contextlib
 from collections import deque
 from collections.abc import Awaitable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc_status import rpc_status
 
-from ggmodules.sdk.agent import AsyncAgent
+from ggmodules.sdk.agent import AsyncAgent, AsyncWriteSession
+from ggmodules.sdk.bound import Transport
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.errors import GGModulesError, error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
 from ggmodules.sdk.session_calls import ended_early, message, on_session, outcome, reconnects
 
-if TYPE_CHECKING:
-    from ggmodules.sdk.aio_transport import AsyncTransport
-
 T = TypeVar("T")
+
+
+class UnaryTransport(Transport, Protocol):
+    """The transport a session's other calls go on (ggmodules.sdk.aio_transport.AsyncTransport), which
+    opens the stream; a Protocol so this module need not import the transport that imports it."""
+
+    def open_session(self, run_id: str, agent_id: str) -> Any: ...
+
+    def agent(self, instance: Instance) -> AsyncAgent: ...
+
+    def session(self, instance: Instance) -> AsyncWriteSession: ...
+
+    def derive(self, config: ClientConfig) -> UnaryTransport: ...
+
 # What writing to a stream that broke raises (the reader then learns why, and opens another).
 _BROKEN = (grpc.aio.AioRpcError, asyncio.InvalidStateError, grpc.aio.UsageError)
 
@@ -51,7 +63,7 @@ class _Writes:
     one. After a break (UNAVAILABLE) a new session is opened and every write not yet answered is written
     again on it, in order, under its request id."""
 
-    def __init__(self, transport: AsyncTransport, run_id: str, agent_id: str) -> None:
+    def __init__(self, transport: UnaryTransport, run_id: str, agent_id: str) -> None:
         self._transport, self._run_id, self._agent_id = transport, run_id, agent_id
         self._call: Any = None
         self._generation = 0
@@ -180,7 +192,7 @@ async def _typed(call: Any, err: grpc.aio.AioRpcError) -> GGModulesError:
 class AsyncSessionTransport:
     """The agent's transport with its writes sent on the session; everything else on the unary transport."""
 
-    def __init__(self, base: AsyncTransport, writes: _Writes) -> None:
+    def __init__(self, base: UnaryTransport, writes: _Writes) -> None:
         self.base, self.writes = base, writes
         self.wallet = base.wallet
 
@@ -201,24 +213,7 @@ class AsyncSessionTransport:
         return AsyncSessionTransport(self.base.derive(config), self.writes)
 
 
-class AsyncWriteSession(AsyncAgent):
-    """The agent, its writes sent on one `Session` stream (see the module's docstring)."""
-
-    _transport: AsyncSessionTransport
-
-    def __init__(self, transport: AsyncTransport, instance: Instance) -> None:
-        writes = _Writes(transport, instance.run_id, instance.agent_id)
-        super().__init__(AsyncSessionTransport(transport, writes), instance)
-
-    async def close(self) -> None:
-        """Waits for every write sent to be answered, then ends the session."""
-        await self._transport.writes.close()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:
-            await self.close()
-        else:
-            self._transport.writes.abort()
+def open_session(transport: UnaryTransport, instance: Instance) -> AsyncWriteSession:
+    """The agent `instance` with its writes on a new session over `transport`."""
+    writes = _Writes(transport, instance.run_id, instance.agent_id)
+    return AsyncWriteSession(AsyncSessionTransport(transport, writes), instance)

@@ -10,8 +10,8 @@ from google.rpc import status_pb2
 from grpc_status import rpc_status
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2
-from ggmodules.sdk.agent import AsyncAgent
-from ggmodules.sdk.aio_session import AsyncWriteSession
+from ggmodules.sdk.agent import AsyncAgent, AsyncWriteSession
+from ggmodules.sdk.aio_session import open_session
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.credentials import Wallet
@@ -57,7 +57,7 @@ class AsyncTransport(TransportBase):
         return AsyncAgent(self, instance)
 
     def session(self, instance: Instance) -> AsyncWriteSession:
-        return AsyncWriteSession(self, instance)
+        return open_session(self, instance)
 
     def open_session(self, run_id: str, agent_id: str) -> Any:
         """A ModuleStore write Session carrying the agent's credential (a grpc.aio stream-stream call: write,

@@ -20,60 +20,42 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Self, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import grpc
 from grpc_status import rpc_status
 
-from ggmodules.sdk.agent import Agent
+from ggmodules.sdk.acks import Ack
+from ggmodules.sdk.agent import Agent, WriteSession
+from ggmodules.sdk.bound import Transport
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.errors import GGModulesError, error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
 from ggmodules.sdk.session_calls import ended_early, message, on_session, outcome, reconnects
 
-if TYPE_CHECKING:
-    from ggmodules.sdk.transport import SyncTransport
-
 T = TypeVar("T")
-P = ParamSpec("P")
+
+
+class UnaryTransport(Transport, Protocol):
+    """The transport a session's other calls go on (ggmodules.sdk.transport.SyncTransport), which opens the
+    stream; a Protocol so this module need not import the transport that imports it."""
+
+    def open_session(self, requests: Iterator[Any], run_id: str, agent_id: str) -> Any: ...
+
+    def agent(self, instance: Instance) -> Agent: ...
+
+    def session(self, instance: Instance) -> WriteSession: ...
+
+    def derive(self, config: ClientConfig) -> UnaryTransport: ...
+
 _END = object()
-
-
-class Ack(Generic[T]):
-    """A write sent on a session; `result()` waits for its durable acknowledgement (or raises its refusal)."""
-
-    def __init__(self, writes: _Writes | None, plan: Plan[T] | None) -> None:
-        self._writes, self.plan = writes, plan
-        self._done = False
-        self._value: Any = None
-        self._error: GGModulesError | None = None
-
-    @classmethod
-    def resolved(cls, value: T) -> Ack[T]:
-        ack: Ack[T] = cls(None, None)
-        ack._done, ack._value = True, value
-        return ack
-
-    def done(self) -> bool:
-        return self._done
-
-    def result(self) -> T:
-        if not self._done and self._writes is not None:
-            self._writes.wait(self)
-        if self._error is not None:
-            raise self._error
-        value: T = self._value
-        return value
-
-    def settle(self, value: Any, error: GGModulesError | None) -> None:
-        self._value, self._error, self._done = value, error, True
 
 
 class _Writes:
     """The stream: writes put on it in order, answers read back in order by whoever waits for one."""
 
-    def __init__(self, transport: SyncTransport, run_id: str, agent_id: str) -> None:
+    def __init__(self, transport: UnaryTransport, run_id: str, agent_id: str) -> None:
         self._transport, self._run_id, self._agent_id = transport, run_id, agent_id
         self._send_lock, self._read_lock = threading.Lock(), threading.Lock()
         self._pending: deque[Ack[Any]] = deque()
@@ -181,7 +163,7 @@ def _typed(err: grpc.RpcError) -> GGModulesError:
 class SessionTransport:
     """The agent's transport with its writes sent on the session; everything else on the unary transport."""
 
-    def __init__(self, base: SyncTransport, writes: _Writes) -> None:
+    def __init__(self, base: UnaryTransport, writes: _Writes) -> None:
         self.base, self.writes = base, writes
         self.wallet = base.wallet
         self._local = threading.local()
@@ -219,30 +201,8 @@ class SessionTransport:
         return SessionTransport(self.base.derive(config), self.writes)
 
 
-class WriteSession(Agent):
-    """The agent, its writes sent on one `Session` stream (see the module's docstring)."""
-
-    _transport: SessionTransport
-
-    def __init__(self, transport: SyncTransport, instance: Instance) -> None:
-        super().__init__(SessionTransport(transport, _Writes(transport, instance.run_id, instance.agent_id)),
-                         instance)
-
-    def submit(self, write: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Ack[T]:
-        """Sends a write of this session (`s.history.append`, `s.tasks.create`, ...) without waiting for its
-        acknowledgement; `.result()` of the answer waits. Anything else is called at once and its result
-        handed back as an `Ack` already settled."""
-        return self._transport.defer(lambda: write(*args, **kwargs))
-
-    def close(self) -> None:
-        """Waits for every write sent to be answered, then ends the session."""
-        self._transport.writes.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, exc_type: object, *rest: object) -> None:
-        if exc_type is None:
-            self.close()
-        else:
-            self._transport.writes.abort()
+def open_session(transport: UnaryTransport, instance: Instance) -> WriteSession:
+    """The agent `instance` with its writes on a new session over `transport` (the stream opens with the
+    first write)."""
+    writes = _Writes(transport, instance.run_id, instance.agent_id)
+    return WriteSession(SessionTransport(transport, writes), instance)

@@ -11,14 +11,14 @@ from google.rpc import status_pb2
 from grpc_status import rpc_status
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2
-from ggmodules.sdk.agent import Agent
+from ggmodules.sdk.agent import Agent, WriteSession
 from ggmodules.sdk.channels import Stubs, TransportBase
 from ggmodules.sdk.config import ClientConfig
 from ggmodules.sdk.credentials import Wallet
 from ggmodules.sdk.errors import error_from_status
 from ggmodules.sdk.plans import Plan
 from ggmodules.sdk.results import Instance
-from ggmodules.sdk.session import WriteSession
+from ggmodules.sdk.session import open_session
 
 T = TypeVar("T")
 
@@ -43,7 +43,7 @@ class SyncTransport(TransportBase):
         return Agent(self, instance)
 
     def session(self, instance: Instance) -> WriteSession:
-        return WriteSession(self, instance)
+        return open_session(self, instance)
 
     def open_session(self, requests: Iterator[Any], run_id: str, agent_id: str) -> Any:
         """A ModuleStore write Session carrying the agent's credential: an iterator of answers that is also

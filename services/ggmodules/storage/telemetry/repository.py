@@ -18,28 +18,25 @@ autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from sqlalchemy import delete, event, func, select, text
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import DomainError
-from ggmodules.core.kinds import Kind
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
-from ggmodules.core.telemetry.turns import KnownAgent, held_of
+from ggmodules.core.telemetry.turns import KnownAgent
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
-from ggmodules.storage.telemetry import event_rows
+from ggmodules.storage.telemetry import agents, event_rows, meta
 from ggmodules.storage.telemetry.recent import (
     CAPACITY,
     DEFAULT_RECENT_BYTES,
@@ -49,9 +46,7 @@ from ggmodules.storage.telemetry.recent import (
 )
 from ggmodules.storage.telemetry.retention_bounds import RetentionBounds
 from ggmodules.storage.telemetry.tables import (
-    TelAgentRow,
     TelEventRow,
-    TelMetaRow,
     TelOutboxRow,
     TelRequestRow,
     TelStreamHeadRow,
@@ -66,8 +61,6 @@ STORED_BYTES = "stored_bytes"
 _LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
-_meta = TelMetaRow.__table__  # type: ignore[attr-defined]
-_agents = TelAgentRow.__table__  # type: ignore[attr-defined]
 
 
 class TelemetryRepository:
@@ -100,7 +93,7 @@ class TelemetryRepository:
         self._pending_pruned = 0
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
-        self._meta_writes: dict[tuple[bool, int, int], Any] = {}
+        self._meta = meta.MetaWriter()
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
@@ -113,14 +106,16 @@ class TelemetryRepository:
     def _load_stored(self, conn: Connection, extra: list[str]) -> tuple[int, int]:
         """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
         made before them); the `extra` keys read with them go to `self._read_meta`."""
-        keys = _meta.c.key.in_([STORED, STORED_BYTES, *extra])
-        rows: dict[str, int] = dict(conn.execute(select(_meta.c.key, _meta.c.value).where(keys)).all())
+        m = meta.META.c
+        rows: dict[str, int] = dict(
+            conn.execute(select(m.key, m.value).where(m.key.in_([STORED, STORED_BYTES, *extra]))).all()
+        )
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES])
         count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
-        self._set_meta(conn, STORED, int(count))
-        self._set_meta(conn, STORED_BYTES, int(size or 0))
+        meta.set_to(conn, STORED, int(count))
+        meta.set_to(conn, STORED_BYTES, int(size or 0))
         return int(count), int(size or 0)
 
     # ---- writes -------------------------------------------------------------------------------------
@@ -144,7 +139,7 @@ class TelemetryRepository:
                     self._prune(conn)
                     counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
                     moved = self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes)
-                    self._write_meta(conn, counts if moved else {}, self._raises)
+                    self._meta.write(conn, counts if moved else {}, self._raises)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
@@ -190,10 +185,10 @@ class TelemetryRepository:
             with self._writing(origin) as conn:
                 highest = self._read_meta[key] if self._shared else self._highest.get(origin)
                 if highest is None:
-                    highest = _meta_value(conn, key)
+                    highest = meta.value(conn, key)
                 fresh = [ev for ev in events if ev.origin_seq > highest]
                 inserted = len(self._insert(conn, fresh)) if fresh else 0
-                self._know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
+                agents.know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 now = max(highest, *(ev.origin_seq for ev in events))
                 self._raises[key] = now  # written with the counts, when the write ends
             self._highest[origin] = now  # committed
@@ -204,12 +199,12 @@ class TelemetryRepository:
     def highest_origin_seq(self, origin: str) -> int:
         """Where following `origin` resumes: the highest origin_seq ever stored (pruned or not)."""
         with self._reader.connect() as conn:
-            return _meta_value(conn, f"origin/{origin}")
+            return meta.value(conn, f"origin/{origin}")
 
     def agent(self, run_id: str, agent_id: str) -> KnownAgent | None:
         """The agent as Telemetry knows it (its roster ingested, or confirmed by an earlier report)."""
         with self._reader.connect() as conn:
-            return _known(conn, run_id, agent_id)
+            return agents.known(conn, run_id, agent_id)
 
     def report(
         self,
@@ -238,15 +233,15 @@ class TelemetryRepository:
         with self._writing() as conn:
             if key is not None and (prior := self._requests.claim(conn, *key)) is not None:
                 return prior
-            agent = admit(_known(conn, event.run_id, event.agent_id))
+            agent = admit(agents.known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
-            self._raise_meta(conn, f"origin/{ORIGIN}", event.origin_seq)
+            meta.raise_to(conn, f"origin/{ORIGIN}", event.origin_seq)
             if publish is not None:
                 cursor = publish(event)
             else:
                 (stored,) = self._insert(conn, [event])
                 cursor = stored.cursor
-            self._record_turn(conn, agent, event.turn.turn, cursor)
+            agents.record_turn(conn, agent, event.turn.turn, cursor)
             response: bytes = answer(cursor)
             if key is not None:
                 self._requests.answer(conn, key[0], key[1], response)
@@ -259,84 +254,14 @@ class TelemetryRepository:
         self._stored_bytes += sum(s.size for s in stored)
         return stored
 
-    def _know(self, conn: Connection, rosters: Sequence[event_pb2.Event]) -> None:
-        """The agents whose roster events these are; one already known stays as it is."""
-        if not rosters:
-            return
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        rows = {
-            (ev.run_id, ev.agent_id): {
-                "run_id": ev.run_id,
-                "agent_id": ev.agent_id,
-                "held": _encode_held(held_of((r.kind, r.store_id, r.enabled) for r in ev.roster.rows)),
-                "last_turn": None,
-                "last_cursor": 0,
-            }
-            for ev in rosters
-        }
-        stmt = dialect.insert(_agents).values(list(rows.values()))
-        conn.execute(stmt.on_conflict_do_nothing(index_elements=["run_id", "agent_id"]))
-
-    def _record_turn(self, conn: Connection, agent: KnownAgent, turn: int, cursor: int) -> None:
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(_agents).values(
-            run_id=agent.run_id,
-            agent_id=agent.agent_id,
-            held=_encode_held(agent.held),
-            last_turn=turn,
-            last_cursor=cursor,
-        )
-        conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["run_id", "agent_id"],
-                set_={"last_turn": stmt.excluded.last_turn, "last_cursor": stmt.excluded.last_cursor},
-            )
-        )
-
-    def _raise_meta(self, conn: Connection, key: str, value: int) -> None:
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        larger = func.greatest if conn.dialect.name == "postgresql" else func.max  # scalar max on SQLite
-        stmt = dialect.insert(_meta).values(key=key, value=value)
-        conn.execute(
-            stmt.on_conflict_do_update(
-                index_elements=["key"], set_={"value": larger(_meta.c.value, stmt.excluded.value)}
-            )
-        )
-
     def raise_position(self, origin: str, origin_seq: int) -> None:
         """Records that every event of `origin` up to `origin_seq` is stored (in an external event log)."""
 
         def attempt() -> None:
             with self.engine.begin() as conn:
-                self._raise_meta(conn, f"origin/{origin}", origin_seq)
+                meta.raise_to(conn, f"origin/{origin}", origin_seq)
 
         retrying(attempt, self.retries)
-
-    def _write_meta(self, conn: Connection, sets: dict[str, int], raises: dict[str, int]) -> None:
-        """In one statement: the `sets` keys to their value, the `raises` keys to at least theirs."""
-        if not sets and not raises:
-            return
-        postgres = conn.dialect.name == "postgresql"
-        shape = (postgres, len(sets), len(raises))
-        if shape not in self._meta_writes:  # a plain statement per shape: nothing to compile per write
-            rows = ", ".join(f"(:k{i}, :v{i})" for i in range(len(sets) + len(raises)))
-            raised = ", ".join(f":k{i}" for i in range(len(sets), len(sets) + len(raises)))
-            larger = "greatest" if postgres else "max"  # scalar max on SQLite
-            update = (f"CASE WHEN tel_meta.key IN ({raised}) THEN {larger}(tel_meta.value, excluded.value) "
-                     "ELSE excluded.value END") if raises else "excluded.value"  # fmt: skip
-            self._meta_writes[shape] = text(
-                f"INSERT INTO tel_meta (key, value) VALUES {rows} "
-                f"ON CONFLICT (key) DO UPDATE SET value = {update}"
-            )
-        params: dict[str, Any] = {}
-        for i, (key, value) in enumerate([*sets.items(), *raises.items()]):
-            params[f"k{i}"], params[f"v{i}"] = key, value
-        conn.execute(self._meta_writes[shape], params)
-
-    def _set_meta(self, conn: Connection, key: str, value: int) -> None:
-        dialect: Any = postgresql if conn.dialect.name == "postgresql" else sqlite
-        stmt = dialect.insert(_meta).values(key=key, value=value)
-        conn.execute(stmt.on_conflict_do_update(index_elements=["key"], set_={"value": stmt.excluded.value}))
 
     def _prune(self, conn: Connection) -> None:
         """Prunes the oldest events past any retention bound: count, bytes, age (see settings.py)."""
@@ -347,7 +272,7 @@ class TelemetryRepository:
             select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
         ).one()
         conn.execute(delete(_events).where(_events.c.cursor <= through))
-        self._raise_meta(conn, PRUNED_THROUGH, int(through))
+        meta.raise_to(conn, PRUNED_THROUGH, int(through))
         self._pending_pruned = int(through)
         self._stored -= int(pruned)
         self._stored_bytes -= int(size or 0)
@@ -368,38 +293,19 @@ class TelemetryRepository:
     def read(self, where: StreamFilter, after: int, limit: int) -> StreamRead:
         with self._reader.connect() as conn:
             events, head = event_rows.read(conn, where, after, limit)
-            pruned = _meta_value(conn, PRUNED_THROUGH)
+            pruned = meta.value(conn, PRUNED_THROUGH)
         return StreamRead(events, head, len(events) == limit, pruned)
 
     def head(self) -> tuple[int, int]:
         """The newest cursor and `pruned_through`."""
         with self._reader.connect() as conn:
             head = int(conn.execute(select(func.max(_events.c.cursor))).scalar() or 0)
-            return head, _meta_value(conn, PRUNED_THROUGH)
+            return head, meta.value(conn, PRUNED_THROUGH)
 
     def close(self) -> None:
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
-
-
-def _known(conn: Connection, run_id: str, agent_id: str) -> KnownAgent | None:
-    row = conn.execute(
-        select(_agents).where(_agents.c.run_id == run_id, _agents.c.agent_id == agent_id)
-    ).first()
-    if row is None:
-        return None
-    held = {Kind[word.upper()]: store_id for word, store_id in json.loads(row.held).items()}
-    last = None if row.last_turn is None else int(row.last_turn)
-    return KnownAgent(row.run_id, row.agent_id, held, last, int(row.last_cursor))
-
-
-def _encode_held(held: Mapping[Kind, str]) -> str:
-    return json.dumps({k.word: held[k] for k in sorted(held)})
-
-
-def _meta_value(conn: Connection, key: str) -> int:
-    return int(conn.execute(select(_meta.c.value).where(_meta.c.key == key)).scalar() or 0)
 
 
 def _reader_engine(engine: Engine) -> Engine:
