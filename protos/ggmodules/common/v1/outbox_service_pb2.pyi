@@ -83,7 +83,9 @@ Global___WatchOutboxResponse: _TypeAlias = WatchOutboxResponse  # noqa: Y015
 
 @_typing.final
 class AckOutboxRequest(_message.Message):
-    """A follower's durable position (taken ahead of issue 14; not yet served)."""
+    """A follower's durable position (OutboxService.AckOutbox): what the outbox may prune once every known
+    follower has taken it in.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 

@@ -73,7 +73,8 @@ export const WatchOutboxResponseSchema: GenMessage<WatchOutboxResponse> = /*@__P
   messageDesc(file_ggmodules_common_v1_outbox_service, 1);
 
 /**
- * A follower's durable position (taken ahead of issue 14; not yet served).
+ * A follower's durable position (OutboxService.AckOutbox): what the outbox may prune once every known
+ * follower has taken it in.
  *
  * @generated from message ggmodules.common.v1.AckOutboxRequest
  */
