@@ -16,9 +16,14 @@ before. A batch of one runs without a savepoint: a lone caller pays nothing for 
 
 Where batches run: with SQLite on the event loop (one pinned connection, as every other transaction of
 the service), once the loop has nothing else ready; what arrives meanwhile is the next batch. With
-PostgreSQL on up to `WORKERS` threads, each with a connection of its own (no pool checkout, no ping per
+PostgreSQL on `WORKERS` thread(s), each with a connection of its own (no pool checkout, no ping per
 transaction): a batch starts on an idle worker at once, so a lone caller waits for no one, and under load
-each worker takes what queued while it was busy. A connection found broken before COMMIT (a restarted
+each worker takes what queued while it was busy. One worker by default: batches of writes to stores held
+in common lock the same rows (the store, every holder's stream head) in different orders, and with four in
+flight they waited on each other for seconds (deadlocks found only after deadlock_timeout, each batch then
+redone write by write): 16 clients on one run-wide board took 37-65 s and a Handover behind them missed its
+10 s deadline, against 9 s with one worker; independent stores lose about 15% of throughput (797 -> 685
+appends/s, 32 callers). A connection found broken before COMMIT (a restarted
 server) is replaced and the batch run again once: nothing of it was committed.
 """
 
@@ -47,8 +52,8 @@ MAX_BATCH = 64
 _SAVEPOINT = "gc"
 # How many turns of the event loop a SQLite batch waits at most for the loop to have nothing else ready.
 MAX_DEFERRALS = 64
-# PostgreSQL: batches in flight at once, each on its own worker thread and connection.
-WORKERS = 4
+# PostgreSQL: batches in flight at once, each on its own worker thread and connection (see the docstring).
+WORKERS = 1
 
 
 @dataclass(slots=True)
