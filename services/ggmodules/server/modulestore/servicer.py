@@ -9,7 +9,6 @@ from typing import Any, TypeVar
 
 import grpc
 
-from ggmodules.core.errors import FailedPrecondition, Reason
 from ggmodules.core.modules import handover, pages
 from ggmodules.core.modules.archive_search import SearchMode, plan_search
 from ggmodules.core.modules.archive_semantic import Embedder
@@ -27,7 +26,7 @@ from ggmodules.usecases.modulestore.bind import bind
 from ggmodules.usecases.modulestore.handover import handover as hand_over
 from ggmodules.usecases.modulestore.port import BindUnit, HandoverUnit, ToolCallUnit, WriteUnit
 from ggmodules.usecases.modulestore.tool_call import call_tool
-from ggmodules.usecases.modulestore.write import write
+from ggmodules.usecases.modulestore.write import run_has_ended, write
 from ggmodules.wire import modulestore as convert
 
 T = TypeVar("T")
@@ -65,13 +64,9 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
         self._ended.setdefault(run_id, status)
 
     def _require_open(self, run_id: str) -> None:
-        status = self._ended.get(run_id)
+        status = self._ended.get(run_id)  # known here; another replica's EndRun is read by the write
         if status is not None:
-            raise FailedPrecondition(
-                f"run {run_id} has ended ({status}); it takes no more writes",
-                reason=Reason.RUN_NOT_RUNNING,
-                metadata={"run_id": run_id, "status": status},
-            )
+            raise run_has_ended(run_id, status)
 
     async def BindInstance(
         self, request: svc.BindInstanceRequest, context: grpc.aio.ServicerContext

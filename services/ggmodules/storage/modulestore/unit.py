@@ -42,10 +42,12 @@ from ggmodules.storage.modulestore import (
 )
 from ggmodules.storage.modulestore.lineage import MESSAGES, THREADS, thread_json
 from ggmodules.storage.modulestore.lookup import HOLDERS, STORES
+from ggmodules.storage.modulestore.run_ends import ENDED
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.prepared import Prepared, Tx
 
 _S, _H = STORES, HOLDERS
+_E = ENDED
 M = TypeVar("M", bound=Message)
 
 
@@ -66,6 +68,9 @@ class HolderRow(NamedTuple):
     may_write: bool | None
     active: bool | None
     read_set_id: str | None
+    # How the store's run ended ("finished", "internal_error"), None while it runs: read with the holders,
+    # so a run ended through another replica (EndRun) takes no write here either (R50).
+    run_ended: str | None
 
     def head(self) -> StoreHead:
         return StoreHead(
@@ -87,8 +92,13 @@ _HOLDERS_OF_STORE = (
         _H.c.may_write,
         _H.c.active,
         _H.c.read_set_id,
+        _E.c.status,
     )
-    .select_from(_S.outerjoin(_H, and_(_H.c.run_id == _S.c.run_id, _H.c.store_id == _S.c.store_id)))
+    .select_from(
+        _S.outerjoin(_H, and_(_H.c.run_id == _S.c.run_id, _H.c.store_id == _S.c.store_id)).outerjoin(
+            _E, _E.c.run_id == _S.c.run_id
+        )
+    )
     .where(_KEY)
 )
 _LOAD = {

@@ -36,6 +36,9 @@ class Holder(Protocol):
     def active(self) -> bool | None: ...
     @property
     def read_set_id(self) -> str | None: ...
+    @property
+    def run_ended(self) -> str | None:
+        """How the store's run ended (EndRun through any replica), None while it runs."""
     def head(self) -> StoreHead: ...
 
 

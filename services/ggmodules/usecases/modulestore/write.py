@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.errors import PermissionDenied, Reason
+from ggmodules.core.errors import FailedPrecondition, PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
 from ggmodules.core.modules import skills
 from ggmodules.core.modules.caps import DEFAULT_LIMITS, StoreLimits
@@ -39,6 +39,8 @@ def write(
     holders = unit.holders(run_id, store_id)
     if not holders:
         raise unit.missing(run_id, agent_id, store_id)
+    if holders[0].run_ended:  # ended through any replica, read in this transaction (R50)
+        raise run_has_ended(run_id, holders[0].run_ended)
     writer = _writer(unit, holders, run_id, agent_id, store_id)
     head = holders[0].head()
     state: KindState = None
@@ -64,6 +66,15 @@ def write(
         thread_id=applied.thread_id,
         last_seq=new.head_seq if head.kind == Kind.HISTORY else 0,
         turn=new.turn,
+    )
+
+
+def run_has_ended(run_id: str, status: str) -> FailedPrecondition:
+    """The refusal of a write to a run Registry has ended (EndRun), whatever credential it carries (R50)."""
+    return FailedPrecondition(
+        f"run {run_id} has ended ({status}); it takes no more writes",
+        reason=Reason.RUN_NOT_RUNNING,
+        metadata={"run_id": run_id, "status": status},
     )
 
 
