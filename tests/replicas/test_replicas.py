@@ -15,7 +15,7 @@ completes through another replica's lease scan without any client retry, and the
 and a live address works. Telemetry, asserted apart: a stream followed on the killed Telemetry replica and
 resumed from its last cursor on the other misses nothing and repeats nothing.
 
-The event log is a parameter: the embedded SQL log, and NATS JetStream once Telemetry takes `--event-log`.
+The event log is a parameter: the embedded SQL log, and NATS JetStream (a stream of this module's own).
 """
 
 from __future__ import annotations

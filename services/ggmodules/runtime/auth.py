@@ -146,13 +146,9 @@ class Guard:
             )
         return self._verifier.verify(token.strip())
 
-    def admit(
-        self, method: str, rule: Rule, metadata: Mapping[str, Any], request: Any, who: Principal | None = None
-    ) -> Principal:
-        """The caller, if the rule admits it for this request; raises the refusal otherwise. `who` is the
-        caller when it has been verified already (`principal`)."""
-        if who is None:
-            who = self.principal(metadata)
+    def admit(self, method: str, rule: Rule, who: Principal, request: Any) -> Principal:
+        """`who` (verified by `principal`), if the rule admits it for this request; raises the refusal
+        otherwise."""
         _require_acting(rule, request)
         self._check_role(method, rule, who)
         _check_scope(rule, who, request)

@@ -198,7 +198,7 @@ def _check(guard: Guard | None, method: str, rule: Rule | None, meta: dict[str, 
     assert rule is not None
     who = guard.principal(meta)
     _admit(request)
-    return bind_principal(guard.admit(method, rule, meta, request, who))
+    return bind_principal(guard.admit(method, rule, who, request))
 
 
 def _decoder(deserialize: Deserialize | None) -> Deserialize:

@@ -2,7 +2,7 @@
 spread over them: the rig of the replica tests (issue 9).
 
 The event log is a parameter: "sql" (Telemetry's embedded table, the default) or a NATS JetStream URL,
-passed as `--event-log` to Telemetry once that flag exists (runtime/config.py).
+passed as `--event-log` to Telemetry (each module's own stream: tests/harness/event_logs.py).
 """
 
 from __future__ import annotations

@@ -93,7 +93,6 @@ class TelemetryRepository:
         self._pending_pruned = 0
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
-        self._meta = meta.MetaWriter()
         head, pruned_through = self.head()
         self.recent = RecentEvents(head, pruned_through, min(CAPACITY, retention.events), recent_bytes)
 
@@ -114,8 +113,7 @@ class TelemetryRepository:
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES])
         count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
-        meta.set_to(conn, STORED, int(count))
-        meta.set_to(conn, STORED_BYTES, int(size or 0))
+        meta.write(conn, sets={STORED: int(count), STORED_BYTES: int(size or 0)})
         return int(count), int(size or 0)
 
     # ---- writes -------------------------------------------------------------------------------------
@@ -139,7 +137,7 @@ class TelemetryRepository:
                     self._prune(conn)
                     counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
                     moved = self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes)
-                    self._meta.write(conn, counts if moved else {}, self._raises)
+                    meta.write(conn, counts if moved else {}, self._raises)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
@@ -235,7 +233,7 @@ class TelemetryRepository:
                 return prior
             agent = admit(agents.known(conn, event.run_id, event.agent_id))
             self._outbox.append(conn, event)
-            meta.raise_to(conn, f"origin/{ORIGIN}", event.origin_seq)
+            meta.write(conn, raises={f"origin/{ORIGIN}": event.origin_seq})
             if publish is not None:
                 cursor = publish(event)
             else:
@@ -259,7 +257,7 @@ class TelemetryRepository:
 
         def attempt() -> None:
             with self.engine.begin() as conn:
-                meta.raise_to(conn, f"origin/{origin}", origin_seq)
+                meta.write(conn, raises={f"origin/{origin}": origin_seq})
 
         retrying(attempt, self.retries)
 
@@ -272,7 +270,7 @@ class TelemetryRepository:
             select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
         ).one()
         conn.execute(delete(_events).where(_events.c.cursor <= through))
-        meta.raise_to(conn, PRUNED_THROUGH, int(through))
+        meta.write(conn, raises={PRUNED_THROUGH: int(through)})
         self._pending_pruned = int(through)
         self._stored -= int(pruned)
         self._stored_bytes -= int(size or 0)
