@@ -98,7 +98,9 @@ def _derived(record: fan_out_pb2.FanOut, first: int, after: int = -1) -> Iterato
         ev.origin_seq = first
         yield ev
     which = record.snapshot_of or [0] * len(record.agent_ids)
-    holders = zip(record.agent_ids, record.stream_seqs, which, strict=True)
+    # No stream_seqs: a record not numbered yet (storage/outbox_sequencing.py), split into rows per event.
+    seqs = record.stream_seqs or [0] * len(record.agent_ids)
+    holders = zip(record.agent_ids, seqs, which, strict=True)
     for n, (agent_id, seq, index) in enumerate(holders, start=1):
         if first + n <= after:
             continue

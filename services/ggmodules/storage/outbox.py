@@ -22,6 +22,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.outbox_append import Appender
+from ggmodules.storage.outbox_sequencing import Sequencer
 from ggmodules.storage.prepared import Tx
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
@@ -62,11 +63,23 @@ class OutboxPage:
 class Outbox:
     """Appends to and reads from one service's outbox tables."""
 
-    def __init__(self, origin: str, row: type[OutboxRow], head: type[StreamHeadRow]) -> None:
+    def __init__(
+        self,
+        origin: str,
+        row: type[OutboxRow],
+        head: type[StreamHeadRow],
+        *,
+        sequenced_in: Table | None = None,
+    ) -> None:
+        """`sequenced_in`: the outbox's positions table, for an outbox whose stream seqs are assigned when
+        it is read (storage/outbox_sequencing.py) rather than by each write."""
         self.origin = origin
         self._rows = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
-        self._appender = Appender(origin, self._rows, self._heads)
+        self._appender = Appender(origin, self._rows, self._heads, deferred=sequenced_in is not None)
+        self._sequencer = (
+            None if sequenced_in is None else Sequencer(self._rows, sequenced_in, self._appender.reserved)
+        )
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
 
@@ -103,6 +116,10 @@ class Outbox:
             "max_bytes": max_bytes,
             "run_id": run_id,
         }
+        left = False
+        if self._sequencer is not None:  # only rows numbered on their streams are read
+            numbered, left = self._sequencer.sequence(conn, through)
+            params["through"] = numbered if through is None else min(through, numbered)
         postgres = conn.dialect.name == "postgresql"
         key = (postgres, bool(run_id))
         if key not in self._pages:
@@ -112,7 +129,7 @@ class Outbox:
         # A row may stand for several events (a write's fan-out to its store's holders, storage/fan_out.py),
         # some numbered at or below `after`: the page is made of the events, within the same bounds.
         events, cut = fan_out.page(found, after_origin_seq, limit, max_bytes)
-        more = more or cut
+        more = more or cut or left
         if head is None:  # nothing was read, so nothing said where the outbox stands
             head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
         return OutboxPage(events, int(head or 0), more)

@@ -8,6 +8,9 @@ to a profile's shared memories, each re-stated to every holder) thus never hold 
 waiting for the other's: no deadlock. Per-stream order and origin_seq order are the events' order.
 On PostgreSQL the reservation is one statement; SQLite admits one writer at a time. A write with other
 holders appends one FanOutEntry: one row for all its events (storage/fan_out.py, fan_out_rows.py).
+
+`deferred` (ModuleStore): no stream head is taken here; the events are stored without stream_seq and
+numbered when the outbox is read (storage/outbox_sequencing.py), with the same reservation (`reserved`).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ from ggmodules.storage.prepared import Prepared, Tx
 class Appender:
     """The append statements of one outbox table and its stream-head table."""
 
-    def __init__(self, origin: str, rows: Table, heads: Table) -> None:
+    def __init__(self, origin: str, rows: Table, heads: Table, *, deferred: bool = False) -> None:
         self.origin = origin
+        self.deferred = deferred
         # PostgreSQL: reserves `counts[i]` seqs on each stream (run_ids[i], agent_ids[i]) in one statement.
         # Rows are inserted, and so their heads locked, in the order selected: (run id, agent id) bytewise,
         # whatever the database's collation. Returns each stream's last reserved seq.
@@ -98,9 +102,11 @@ class Appender:
 
     def _stamp(self, tx: Tx, events: Sequence[event_pb2.Event | FanOutEntry]) -> list[Row]:
         """Reserves the events' stream seqs and sets origin, stream_seq and time: their rows, in order."""
-        counts = Counter(s for e in events for s in (e.streams() if isinstance(e, FanOutEntry) else [_of(e)]))
-        last = self._reserved(tx, counts)
         seconds, nanos = divmod(time.time_ns(), 1_000_000_000)
+        if self.deferred:
+            return [self._unnumbered(e, seconds, nanos) for e in events]
+        counts = Counter(s for e in events for s in (e.streams() if isinstance(e, FanOutEntry) else [_of(e)]))
+        last = self.reserved(tx, counts)
 
         def next_seq(stream: tuple[str, str]) -> int:
             counts[stream] -= 1
@@ -121,7 +127,17 @@ class Appender:
                 rows.append(Row(e.run_id, e.agent_id, seq, e.SerializeToString()))
         return rows
 
-    def _reserved(self, tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
+    def _unnumbered(self, entry: event_pb2.Event | FanOutEntry, seconds: int, nanos: int) -> Row:
+        """`entry`'s row without stream_seqs (deferred: the sequencer numbers it)."""
+        e = entry.event if isinstance(entry, FanOutEntry) else entry
+        e.origin = self.origin
+        if not e.HasField("time"):
+            e.time.seconds, e.time.nanos = seconds, nanos
+        if isinstance(entry, FanOutEntry):
+            return Row(e.run_id, e.agent_id, 0, entry.payload(), entry)
+        return Row(e.run_id, e.agent_id, 0, e.SerializeToString())
+
+    def reserved(self, tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The last seq reserved on each stream, `counts[stream]` of them."""
         streams = sorted(counts)
         if tx.dialect.name == "postgresql":

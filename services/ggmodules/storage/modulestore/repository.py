@@ -37,7 +37,10 @@ class ModuleStoreRepository:
     def __init__(self, engine: Engine, *, pinned: bool = False, limits: StoreLimits = DEFAULT_LIMITS) -> None:
         migrate(engine, "modulestore")
         self.limits = limits
-        self.outbox = Outbox(ORIGIN, MsOutbox, MsStreamHead)
+        # Stream seqs are numbered when the outbox is read (storage/outbox_sequencing.py), not by each write.
+        self.outbox = Outbox(
+            ORIGIN, MsOutbox, MsStreamHead, sequenced_in=MsOutboxPosition.__table__  # type: ignore[attr-defined]
+        )
         self.requests = RequestLog(MsRequest)
         self.committed = CommitSignal()  # notified after every mutation: wakes WatchOutbox streams
         self.transactions = Transactions(engine, self.outbox, self.requests, self.committed, pinned=pinned)

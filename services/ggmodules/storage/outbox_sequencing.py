@@ -1,0 +1,144 @@
+"""Stream seqs assigned after the write, in bulk (issue 14): ModuleStore's outbox.
+
+A write stores its events with no stream_seq, and takes no stream head: a write to a store held by H
+agents would otherwise move H stream heads in its transaction (H row updates), the one cost of a shared
+write that grew with H. The sequencer numbers them later, when the outbox is read, in origin_seq order:
+every row after `sequenced_through` (a row of the outbox's positions table) up to where the outbox is final
+gets, on each of its streams, the next seq of that stream (the stream heads, moved once per stream for the
+whole batch), its payload rewritten with them, and `sequenced_through` raised, in the reader's transaction.
+Readers only ever see rows at or below `sequenced_through`, so every event is read with the seq it keeps.
+
+The numbers are those the write would have reserved: a stream's seqs run 1, 2, 3... in origin_seq order, and
+on PostgreSQL the rows are numbered only up to the outbox frontier (storage/outbox_frontier.py), so no row
+that commits later can fall behind one numbered already. Two readers number in turns (the position row is
+locked, FOR UPDATE); SQLite admits one writer at a time.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+from sqlalchemy import Table, bindparam, func, select, text, update
+from sqlalchemy.engine import Connection
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.internal.v1 import fan_out_pb2
+from ggmodules.storage.fan_out import is_fan_out
+from ggmodules.storage.prepared import Prepared, Tx
+
+SEQUENCED_THROUGH = "sequenced_through"
+# PostgreSQL, for a read with no frontier of its own (ReadOutbox): the last number drawn, then (evaluated
+# after it) whether another transaction holds the outbox's write lock; none does: all drawn is final
+# (storage/outbox_frontier.py says why).
+_FINAL_NOW = text(
+    "SELECT d.drawn, EXISTS("
+    "  SELECT 1 FROM pg_locks l"
+    "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
+    "  AND l.relation = CAST(:table AS regclass) AND l.pid <> pg_backend_pid()"
+    "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "  AND coalesce(d.drawn, 0) >= 0"
+    ") FROM ("
+    "  SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))"
+    "  AS drawn OFFSET 0"
+    ") d"
+)
+# Rows numbered in one pass, at most (a fan-out row stands for one event per holder).
+BATCH = 2000
+
+Streams = Counter[tuple[str, str]]
+Reserve = Callable[[Tx, Streams], dict[tuple[str, str], int]]
+
+
+class Sequencer:
+    """Numbers one outbox's rows on their streams (see the module doc)."""
+
+    def __init__(self, rows: Table, positions: Table, reserve: Reserve) -> None:
+        self._reserve = reserve
+        self._table = rows.name
+        key = positions.c.name == SEQUENCED_THROUGH
+        self._position = {
+            "postgresql": Prepared(select(positions.c.value).where(key).with_for_update()),
+            "sqlite": Prepared(select(positions.c.value).where(key)),
+        }
+        self._start = Prepared(
+            text(f"INSERT INTO {positions.name} (name, value) VALUES ('{SEQUENCED_THROUGH}', 0)")
+        )
+        self._raise = Prepared(update(positions).where(key).values(value=bindparam("v")))
+        self._largest = Prepared(select(func.coalesce(func.max(rows.c.origin_seq), 0)))
+        self._rows = Prepared(
+            select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
+            .where(rows.c.origin_seq > bindparam("after"), rows.c.origin_seq <= bindparam("through"))
+            .order_by(rows.c.origin_seq)
+            .limit(BATCH)
+        )
+        self._set = Prepared(
+            update(rows)
+            .where(rows.c.origin_seq == bindparam("k"))
+            .values(stream_seq=bindparam("s"), payload=bindparam("p"))
+        )
+
+    def sequence(self, conn: Connection, final: int | None) -> tuple[int, bool]:
+        """Numbers the rows up to `final` (None: every row; on PostgreSQL pass the outbox frontier) not
+        numbered yet; returns how far the outbox is numbered, and whether rows up to `final` are left
+        (more than a batch)."""
+        tx = Tx.of(conn)
+        found = self._position[tx.dialect.name].one(tx, {})
+        if found is None:  # a database made before any row was written: nothing to number before
+            self._start.execute(tx, {})
+            done = 0
+        else:
+            done = int(found[0])
+        if final is not None:
+            through = final
+        elif tx.dialect.name == "postgresql":
+            drawn, held = conn.execute(_FINAL_NOW, {"table": self._table}).one()
+            through = done if held else int(drawn or 0)
+        else:
+            through = int(self._largest.scalar(tx, {}))
+        if through <= done:
+            return done, False
+        rows = self._rows.all(tx, {"after": done, "through": through})
+        left = len(rows) == BATCH
+        if left:
+            through = int(rows[-1][0])
+        if rows:
+            self._number(tx, rows)
+        self._raise.execute(tx, {"v": through})
+        return through, left
+
+    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> None:
+        """Numbers `rows` (in origin_seq order): the events of each in their order, a fan-out record's
+        writer's event first, then its holders' snapshots (storage/fan_out.py)."""
+        parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
+        counts: Streams = Counter()
+        for key, run_id, agent_id, payload in rows:
+            data = bytes(payload)  # type: ignore[call-overload]
+            run = str(run_id)
+            item: event_pb2.Event | fan_out_pb2.FanOut
+            if is_fan_out(data):
+                item = fan_out_pb2.FanOut.FromString(data)
+                counts[(run, item.event.agent_id)] += 1
+                counts.update((run, a) for a in item.agent_ids)
+            else:
+                item = event_pb2.Event.FromString(data)
+                counts[(run, str(agent_id))] += 1
+            parsed.append((int(key), run, item))  # type: ignore[call-overload]
+        last = self._reserve(tx, counts)
+        nxt = {s: last[s] - n + 1 for s, n in counts.items()}  # each stream's first seq in this batch
+        params = []
+        for key, run, item in parsed:
+            ev = item.event if isinstance(item, fan_out_pb2.FanOut) else item
+            s = (run, ev.agent_id)
+            seq = ev.stream_seq = nxt[s]
+            nxt[s] = seq + 1
+            if isinstance(item, fan_out_pb2.FanOut):
+                seqs = []
+                for a in item.agent_ids:
+                    h = (run, a)
+                    seqs.append(nxt[h])
+                    nxt[h] += 1
+                del item.stream_seqs[:]
+                item.stream_seqs.extend(seqs)
+            params.append({"k": key, "s": seq, "p": item.SerializeToString()})
+        self._set.many(tx, params)
