@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -83,18 +82,14 @@ def test_a_fan_out_is_one_row_read_back_as_its_events(engine: Engine) -> None:
 def test_on_postgresql_numbers_drawn_apart_store_a_row_per_event_read_back_the_same(
     postgres: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real = fan_out_rows._DRAW
-
-    class DrawnApart:
-        """The real draw, with another transaction's number taken in the middle of it."""
-
-        def all(self, tx: Any, params: dict[str, Any]) -> list[tuple[Any, ...]]:
-            half = params["n"] // 2
-            drawn = real.all(tx, {**params, "n": half})
-            real.all(tx, {**params, "n": 1})  # the other transaction's
-            return drawn + real.all(tx, {**params, "n": params["n"] - half})
-
-    monkeypatch.setattr(fan_out_rows, "_DRAW", DrawnApart())
+    # The block's draw, with another transaction's number taken in the middle of it: n + 1 numbers drawn,
+    # the middle one not this transaction's.
+    drawn_apart = (
+        "SELECT v FROM (SELECT i, nextval(CAST(pg_get_serial_sequence('{table}', 'origin_seq') AS regclass))"
+        " AS v FROM generate_series(1, CAST(:n AS integer) + 1) AS i OFFSET 0) x"
+        " WHERE i <> CAST(:n AS integer) / 2 + 1"
+    )
+    monkeypatch.setattr(fan_out_rows, "_BLOCK", drawn_apart)
     events, rows = append_and_read(postgres)
     check(events)
     assert rows == 2 + len(HOLDERS)  # a row per event

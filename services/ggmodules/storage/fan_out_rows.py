@@ -4,10 +4,11 @@ block of consecutive origin_seq numbers, one per event it stands for.
 - SQLite admits one writer at a time: the blocks follow the largest key (which is also where SQLite's rowid
   numbering would go on).
 - PostgreSQL draws every number from the outbox's sequence, as a plain insert does, inside the table's
-  write lock (taken first, so the outbox frontier, storage/outbox_frontier.py, counts this transaction among
-  the ones that may still commit what it drew). Numbers drawn one statement apart are consecutive unless
-  another transaction drew in between; then, rarely, the rows are stored a row per event under the numbers
-  drawn (what the outbox did before issue 14), which reads the same.
+  write lock (so the outbox frontier, storage/outbox_frontier.py, counts this transaction among the ones
+  that may still commit what it drew): one INSERT draws the block and inserts the rows keyed from it, the
+  lock taken as the statement starts, before anything is drawn. The block is consecutive unless another
+  transaction drew in between; then the INSERT stores nothing and, rarely, the rows are stored a row per
+  event under numbers drawn again (what the outbox did before issue 14), which reads the same.
 """
 
 from __future__ import annotations
@@ -26,6 +27,31 @@ _DRAW = Prepared(
         "AS seq) s, generate_series(1, CAST(:n AS integer))"
     )
 )
+
+
+# Draws `n` numbers from the outbox table's sequence (PostgreSQL), as rows `v`.
+_BLOCK = (
+    "SELECT nextval(CAST(pg_get_serial_sequence('{table}', 'origin_seq') AS regclass)) AS v "
+    "FROM generate_series(1, CAST(:n AS integer))"
+)
+# Draws `n` numbers (_BLOCK) and, when they are consecutive, inserts the rows (given as arrays, in order),
+# each keyed by the last number of its block (`sizes`: how many numbers each takes). Returns the keys
+# inserted: none when the numbers were not consecutive.
+_DRAW_AND_INSERT = """
+INSERT INTO {table} (origin_seq, run_id, agent_id, stream_seq, payload)
+SELECT b.lo - 1 + r.upto, r.run_id, r.agent_id, r.stream_seq, r.payload
+FROM (
+  SELECT min(d.v) AS lo, max(d.v) AS hi FROM ({block}) d
+) b, (
+  SELECT u.run_id, u.agent_id, u.stream_seq, u.payload, sum(u.size) OVER (ORDER BY u.i) AS upto
+  FROM unnest(
+    CAST(:run_ids AS text[]), CAST(:agent_ids AS text[]), CAST(:stream_seqs AS bigint[]),
+    CAST(:payloads AS bytea[]), CAST(:sizes AS integer[])
+  ) WITH ORDINALITY AS u(run_id, agent_id, stream_seq, payload, size, i)
+) r
+WHERE b.hi - b.lo = CAST(:n AS integer) - 1
+RETURNING origin_seq
+"""
 
 
 class Row(NamedTuple):
@@ -57,23 +83,31 @@ class KeyedRows:
             )
         )
         self._largest = Prepared(select(func.coalesce(func.max(table.c.origin_seq), 0)))
-        self._lock = Prepared(text(f"LOCK TABLE {table.name} IN ROW EXCLUSIVE MODE"))
+        self._draw_and_insert = Prepared(
+            text(_DRAW_AND_INSERT.format(table=table.name, block=_BLOCK.format(table=table.name)))
+        )
 
     def insert(self, tx: Tx, rows: list[Row]) -> None:
         """Inserts `rows` in order, each keyed by the last number of its block."""
         total = sum(r.size for r in rows)
         if tx.dialect.name == "postgresql":
-            self._lock.execute(tx, {})
-            drawn = sorted(int(v) for (v,) in _DRAW.all(tx, {"table": self._table.name, "n": total}))
-            if drawn[-1] - drawn[0] != total - 1:  # another transaction drew in between: a row per event
-                rows = [single for r in rows for single in _singles(r)]
-                self._insert.many(
-                    tx, [{**_params(r), "origin_seq": n} for r, n in zip(rows, drawn, strict=True)]
-                )
+            arrays = {
+                "n": total,
+                "run_ids": [r.run_id for r in rows],
+                "agent_ids": [r.agent_id for r in rows],
+                "stream_seqs": [r.stream_seq for r in rows],
+                "payloads": [r.payload for r in rows],
+                "sizes": [r.size for r in rows],
+            }
+            if self._draw_and_insert.all(tx, arrays):
                 return
-            last = drawn[0] - 1
-        else:
-            last = int(self._largest.scalar(tx, {}))
+            # Another transaction drew in between: a row per event, under numbers drawn again (the lock
+            # is held since the INSERT; the numbers drawn by it are a gap, as a rollback's are).
+            rows = [single for r in rows for single in _singles(r)]
+            drawn = sorted(int(v) for (v,) in _DRAW.all(tx, {"table": self._table.name, "n": len(rows)}))
+            self._insert.many(tx, [{**_params(r), "origin_seq": n} for r, n in zip(rows, drawn, strict=True)])
+            return
+        last = int(self._largest.scalar(tx, {}))
         params = []
         for r in rows:
             last += r.size
