@@ -17,7 +17,6 @@ record only once every event derived from it was taken in.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.internal.v1 import fan_out_pb2
@@ -28,27 +27,41 @@ FAN_OUT_TAG = b"\xa2\x06"
 EVENT_OVERHEAD = 16
 
 
-@dataclass(slots=True)
 class FanOutEntry:
     """A write with other holders, as its transaction appends it: the writer's event, the distinct snapshot
-    events (without agent_id, stream_seq, origin_seq) and each other holder with the index of its snapshot,
-    in the order their events follow the writer's."""
+    events (without agent_id, stream_seq, origin_seq) and each other holder, in the order their events
+    follow the writer's, with the index of its snapshot: given as (agent id, index) pairs, or as the agent
+    ids alone when there is one snapshot for all (`agent_ids=`, no Python per holder)."""
 
-    event: event_pb2.Event
-    snapshots: list[event_pb2.Event]
-    holders: list[tuple[str, int]]
-    # Set by the outbox when it reserves the holders' streams: one stream_seq per holder.
-    stream_seqs: list[int] = field(default_factory=list)
+    __slots__ = ("agent_ids", "event", "snapshot_of", "snapshots", "stream_seqs")
+
+    def __init__(
+        self,
+        event: event_pb2.Event,
+        snapshots: list[event_pb2.Event],
+        holders: Sequence[tuple[str, int]] = (),
+        *,
+        agent_ids: Sequence[str] | None = None,
+    ) -> None:
+        self.event = event
+        self.snapshots = snapshots
+        self.agent_ids = [a for a, _ in holders] if agent_ids is None else list(agent_ids)
+        # Each holder's snapshot index, only when there are several snapshots.
+        self.snapshot_of = [i for _, i in holders] if agent_ids is None and len(snapshots) > 1 else []
+        # Set by the outbox when it reserves the holders' streams (one stream_seq per holder); left empty
+        # where the outbox numbers its streams when read (storage/outbox_sequencing.py).
+        self.stream_seqs: list[int] = []
 
     def __len__(self) -> int:
         """How many events the entry stands for (and origin_seq numbers it takes)."""
-        return 1 + len(self.holders)
+        return 1 + len(self.agent_ids)
 
     def streams(self) -> Iterator[tuple[str, str]]:
         """The (run, agent) streams of its events, in event order."""
-        yield self.event.run_id, self.event.agent_id
-        for agent_id, _ in self.holders:
-            yield self.event.run_id, agent_id
+        run_id = self.event.run_id
+        yield run_id, self.event.agent_id
+        for agent_id in self.agent_ids:
+            yield run_id, agent_id
 
     def payload(self) -> bytes:
         """The stored record (after the outbox set the events' origin, stream_seqs and time)."""
@@ -57,10 +70,9 @@ class FanOutEntry:
             snapshot.origin = self.event.origin
             snapshot.time.CopyFrom(self.event.time)
         record.snapshots.extend(self.snapshots)
-        record.agent_ids.extend(agent_id for agent_id, _ in self.holders)
+        record.agent_ids.extend(self.agent_ids)
         record.stream_seqs.extend(self.stream_seqs)
-        if len(self.snapshots) > 1:
-            record.snapshot_of.extend(index for _, index in self.holders)
+        record.snapshot_of.extend(self.snapshot_of)
         data = record.SerializeToString()
         assert data.startswith(FAN_OUT_TAG)
         return data

@@ -121,7 +121,7 @@ class Appender:
             if not e.HasField("time"):
                 e.time.seconds, e.time.nanos = seconds, nanos
             if isinstance(entry, FanOutEntry):
-                entry.stream_seqs = [next_seq((e.run_id, agent_id)) for agent_id, _ in entry.holders]
+                entry.stream_seqs = [next_seq((e.run_id, agent_id)) for agent_id in entry.agent_ids]
                 rows.append(Row(e.run_id, e.agent_id, seq, entry.payload(), entry))
             else:
                 rows.append(Row(e.run_id, e.agent_id, seq, e.SerializeToString()))

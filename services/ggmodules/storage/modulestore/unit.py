@@ -9,11 +9,12 @@ in one query, its state, and the persisting of an applied write. The other steps
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 from google.protobuf.message import Message
-from sqlalchemy import and_, bindparam, select, update
+from sqlalchemy import and_, bindparam, select, text, update
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import DomainError, PermissionDenied
@@ -41,18 +42,18 @@ from ggmodules.storage.modulestore import (
     successors,
 )
 from ggmodules.storage.modulestore.lineage import MESSAGES, THREADS, thread_json
-from ggmodules.storage.modulestore.lookup import HOLDERS, STORES
-from ggmodules.storage.modulestore.run_ends import ENDED
+from ggmodules.storage.modulestore.lookup import STORES
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.prepared import Prepared, Tx
 
-_S, _H = STORES, HOLDERS
-_E = ENDED
+_S = STORES
 M = TypeVar("M", bound=Message)
 
 
-class HolderRow(NamedTuple):
-    """One holder of the store, with the store's head columns (not its state)."""
+class StoreHolders(NamedTuple):
+    """The store a write goes to, as the write loads it in one query: its head columns (not its state), how
+    its run ended, the writer's holding, and every other active holder (their agent ids as one JSON array,
+    built by the database: a store held by 256 agents costs no Python per holder)."""
 
     kind: int
     max_items: int
@@ -64,13 +65,16 @@ class HolderRow(NamedTuple):
     items: int
     bytes: int
     writes: int
-    agent_id: str | None
+    # How the store's run ended ("finished", "internal_error"), None while it runs: read with the store,
+    # so a run ended through another replica (EndRun) takes no write here either (R50).
+    run_ended: str | None
+    # The writer's holding (all None: the writer does not hold the store).
     may_write: bool | None
     active: bool | None
     read_set_id: str | None
-    # How the store's run ended ("finished", "internal_error"), None while it runs: read with the holders,
-    # so a run ended through another replica (EndRun) takes no write here either (R50).
-    run_ended: str | None
+    # Every other active holder's agent id, in agent id order (JSON); skills: their read sets, in that order.
+    others_json: Any
+    others_read_sets_json: Any
 
     def head(self) -> StoreHead:
         return StoreHead(
@@ -83,29 +87,66 @@ class HolderRow(NamedTuple):
             self.skills_directory,
         )
 
+    @property
+    def holds(self) -> bool:
+        return self.active is not None
 
-_KEY = and_(_S.c.run_id == bindparam("run_id"), _S.c.store_id == bindparam("store_id"))
-_HOLDERS_OF_STORE = (
-    select(
-        *(_S.c[name] for name in HolderRow._fields[:10]),
-        _H.c.agent_id,
-        _H.c.may_write,
-        _H.c.active,
-        _H.c.read_set_id,
-        _E.c.status,
-    )
-    .select_from(
-        _S.outerjoin(_H, and_(_H.c.run_id == _S.c.run_id, _H.c.store_id == _S.c.store_id)).outerjoin(
-            _E, _E.c.run_id == _S.c.run_id
-        )
-    )
-    .where(_KEY)
+    def others(self) -> list[str]:
+        return _json_list(self.others_json)
+
+    def others_read_sets(self) -> list[str]:
+        return _json_list(self.others_read_sets_json)
+
+
+def _json_list(value: Any) -> list[str]:
+    """A JSON array as SQLite returns it (text) or psycopg does (parsed; None for no row)."""
+    if value is None:
+        return []
+    return json.loads(value) if isinstance(value, str) else list(value)
+
+
+# The store, its run's end, the writer's holding and the other active holders (agent id order). PostgreSQL
+# locks the store row so writers of one store take turns; SQLite: BEGIN IMMEDIATE did.
+_HELD = """
+SELECT s.kind, s.max_items, s.max_bytes, s.strategy, s.skills_directory, s.head_seq, s.turn, s.items,
+  s.bytes, s.writes, e.status, w.may_write, w.active, w.read_set_id, {ids},
+  CASE WHEN s.kind = {skills} THEN {read_sets} END
+FROM ms_stores s
+LEFT JOIN ms_holders w ON w.run_id = s.run_id AND w.store_id = s.store_id AND w.agent_id = :agent_id
+LEFT JOIN ms_ended_runs e ON e.run_id = s.run_id
+WHERE s.run_id = :run_id AND s.store_id = :store_id
+"""
+_OTHERS = (
+    "FROM ms_holders o WHERE o.run_id = :run_id AND o.store_id = :store_id AND o.active "
+    "AND o.agent_id <> :agent_id"
 )
+_SKILLS = int(Kind.SKILLS)
 _LOAD = {
-    # PostgreSQL: lock the store row so writers of one store take turns. SQLite: BEGIN IMMEDIATE did.
-    "postgresql": Prepared(_HOLDERS_OF_STORE.with_for_update(of=_S)),
-    "sqlite": Prepared(_HOLDERS_OF_STORE),
+    "postgresql": Prepared(
+        text(
+            _HELD.format(
+                ids=f"(SELECT json_agg(o.agent_id ORDER BY o.agent_id) {_OTHERS})",
+                read_sets=f"(SELECT json_agg(o.read_set_id ORDER BY o.agent_id) {_OTHERS})",
+                skills=_SKILLS,
+            )
+            + "FOR UPDATE OF s"
+        )
+    ),
+    # SQLite aggregates the rows in the order its subquery gives them.
+    "sqlite": Prepared(
+        text(
+            _HELD.format(
+                ids=f"(SELECT json_group_array(h.agent_id) FROM (SELECT o.agent_id {_OTHERS} ORDER BY 1) h)",
+                read_sets=(
+                    "(SELECT json_group_array(h.read_set_id) FROM "
+                    f"(SELECT o.agent_id, o.read_set_id {_OTHERS} ORDER BY 1) h)"
+                ),
+                skills=_SKILLS,
+            )
+        )
+    ),
 }
+_KEY = and_(_S.c.run_id == bindparam("run_id"), _S.c.store_id == bindparam("store_id"))
 _STATE = Prepared(select(_S.c.state).where(_KEY))
 _HEAD_COLUMNS = ("head_seq", "turn", "items", "bytes", "writes")
 _UPDATE_HEAD = Prepared(update(_S).where(_KEY).values({c: bindparam(f"v_{c}") for c in _HEAD_COLUMNS}))
@@ -149,11 +190,10 @@ class ModuleStoreUnit:
 
     # ---- write --------------------------------------------------------------------------------------
 
-    def holders(self, run_id: str, store_id: str) -> list[HolderRow]:
+    def holders(self, run_id: str, store_id: str, agent_id: str) -> StoreHolders | None:
         tx = self.tx
-        return [
-            HolderRow(*r) for r in _LOAD[tx.dialect.name].all(tx, {"run_id": run_id, "store_id": store_id})
-        ]
+        row = _LOAD[tx.dialect.name].one(tx, {"run_id": run_id, "store_id": store_id, "agent_id": agent_id})
+        return None if row is None else StoreHolders(*row)
 
     def state(self, run_id: str, store_id: str, kind: Kind) -> KindState:
         return decode_state(kind, _STATE.scalar(self.tx, {"run_id": run_id, "store_id": store_id}))

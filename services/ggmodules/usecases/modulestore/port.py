@@ -25,21 +25,26 @@ from ggmodules.core.vocabulary import MemoryScope, Origin, Outcome
 from ggmodules.storage.fan_out import FanOutEntry
 
 
-class Holder(Protocol):
-    """One holder of a store, loaded with the store's head."""
+class StoreHolders(Protocol):
+    """The store a write goes to, loaded with the writer's holding and the store's other holders."""
 
     @property
-    def agent_id(self) -> str | None: ...
+    def run_ended(self) -> str | None:
+        """How the store's run ended (EndRun through any replica), None while it runs."""
+    @property
+    def holds(self) -> bool:
+        """Whether the writer holds the store (actively or not)."""
     @property
     def may_write(self) -> bool | None: ...
     @property
     def active(self) -> bool | None: ...
     @property
     def read_set_id(self) -> str | None: ...
-    @property
-    def run_ended(self) -> str | None:
-        """How the store's run ended (EndRun through any replica), None while it runs."""
     def head(self) -> StoreHead: ...
+    def others(self) -> Sequence[str]:
+        """Every other active holder's agent id, in a fixed order."""
+    def others_read_sets(self) -> Sequence[str]:
+        """Skills: each of `others()`'s read set id, in the same order."""
 
 
 class Refusals(Protocol):
@@ -60,8 +65,8 @@ class Refusals(Protocol):
 
 
 class WriteUnit(Refusals, Protocol):
-    def holders(self, run_id: str, store_id: str) -> Sequence[Holder]:
-        """Every holder of the store (none: no such store), the store locked against concurrent writers."""
+    def holders(self, run_id: str, store_id: str, agent_id: str) -> StoreHolders | None:
+        """The store as `agent_id` writes to it (None: no such store), locked against concurrent writers."""
 
     def state(self, run_id: str, store_id: str, kind: Kind) -> KindState: ...
     def read_set(self, read_set_id: str) -> tuple[str, ...]: ...

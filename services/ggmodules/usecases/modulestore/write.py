@@ -8,8 +8,6 @@ them stored as one outbox row (storage/fan_out.py).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import FailedPrecondition, PermissionDenied, Reason
 from ggmodules.core.kinds import Kind
@@ -23,7 +21,7 @@ from ggmodules.core.modules.store import Applied
 from ggmodules.core.modules.views import WriteResult
 from ggmodules.core.modules.write import apply_write
 from ggmodules.storage.fan_out import FanOutEntry
-from ggmodules.usecases.modulestore.port import Holder, WriteUnit
+from ggmodules.usecases.modulestore.port import StoreHolders, WriteUnit
 from ggmodules.wire.modulestore_events import snapshot_event, write_event
 
 
@@ -36,17 +34,17 @@ def write(
     limits: StoreLimits = DEFAULT_LIMITS,
 ) -> WriteResult:
     """The one write entry point (Write, CallTool, Session): applies `op` by `agent_id` to `store_id`."""
-    holders = unit.holders(run_id, store_id)
-    if not holders:
+    held = unit.holders(run_id, store_id, agent_id)
+    if held is None:
         raise unit.missing(run_id, agent_id, store_id)
-    if holders[0].run_ended:  # ended through any replica, read in this transaction (R50)
-        raise run_has_ended(run_id, holders[0].run_ended)
-    writer = _writer(unit, holders, run_id, agent_id, store_id)
-    head = holders[0].head()
+    if held.run_ended:  # ended through any replica, read in this transaction (R50)
+        raise run_has_ended(run_id, held.run_ended)
+    _check_writer(unit, held, run_id, agent_id, store_id)
+    head = held.head()
     state: KindState = None
     if type(op) not in LOG_OPS:
         state = unit.state(run_id, store_id, head.kind)
-    read_set_id = writer.read_set_id or ""
+    read_set_id = held.read_set_id or ""
     read_set = unit.read_set(read_set_id) if head.kind == Kind.SKILLS else ()
 
     applied = apply_write(head, op, state, agent_id, read_set, limits)
@@ -57,7 +55,7 @@ def write(
     if head.kind == Kind.SKILLS:
         figures = skills.holder_figures(figures, read_set if applied.read_set is None else applied.read_set)
     written = write_event(run_id, agent_id, head.kind, store_id, OP_NAME[type(op)], figures, applied.delta)
-    unit.append([_fan_out(unit, holders, written, op, applied, read_set_id)])
+    unit.append([_fan_out(unit, held, written, op, applied, read_set_id)])
     return WriteResult(
         store_id,
         figures,
@@ -78,28 +76,26 @@ def run_has_ended(run_id: str, status: str) -> FailedPrecondition:
     )
 
 
-def _writer(unit: WriteUnit, holders: Sequence[Holder], run_id: str, agent_id: str, store_id: str) -> Holder:
-    writer = next((h for h in holders if h.agent_id == agent_id), None)
-    if writer is None or not writer.active:
+def _check_writer(unit: WriteUnit, held: StoreHolders, run_id: str, agent_id: str, store_id: str) -> None:
+    if not held.holds or not held.active:
         error = unit.missing(run_id, agent_id, store_id)
         if error.reason in (Reason.RUN_NOT_FOUND, Reason.AGENT_NOT_FOUND):
             raise error
         successor = unit.successor_of(run_id, agent_id)
         if successor is not None:
             raise handed_on(agent_id, successor)
-        raise unit.not_a_holder(run_id, agent_id, store_id, let_go=writer is not None)
-    if not writer.may_write:
+        raise unit.not_a_holder(run_id, agent_id, store_id, let_go=held.holds)
+    if not held.may_write:
         raise PermissionDenied(
             f"agent {agent_id!r} holds {store_id!r} read-only; its profile does not let it write there",
             reason=Reason.READ_ONLY,
             metadata={"agent_id": agent_id, "store_id": store_id},
         )
-    return writer
 
 
 def _fan_out(
     unit: WriteUnit,
-    holders: Sequence[Holder],
+    held: StoreHolders,
     written: event_pb2.Event,
     op: Op,
     applied: Applied,
@@ -111,30 +107,31 @@ def _fan_out(
     change concerns only the holders aliasing that read set. The snapshot is built once per distinct
     content: once for every kind but skills, whose holders each see their own read set (once per read
     set)."""
-    writer = written.agent_id
-    others = [h for h in holders if h.agent_id is not None and h.agent_id != writer and h.active]
+    others = held.others()  # every other active holder
     if isinstance(op, ReadSkill):
-        others = [h for h in others if h.read_set_id == writer_read_set]
+        theirs = held.others_read_sets()
+        others = [h for h, r in zip(others, theirs, strict=True) if r == writer_read_set]
     if not others:
         return written
-    run_id, store_id = written.run_id, written.store_id
+    run_id, store_id, writer = written.run_id, written.store_id, written.agent_id
     kind, figures = applied.head.kind, applied.head.figures
     delta = applied.delta
     if not isinstance(delta, SkillsContents):
         snapshot = snapshot_event(run_id, "", kind, store_id, figures, delta, writer)
-        return FanOutEntry(written, [snapshot], [(h.agent_id or "", 0) for h in others])
+        return FanOutEntry(written, [snapshot], agent_ids=others)
     assert kind == Kind.SKILLS
-    sets = unit.read_sets(h.read_set_id or "" for h in others)
+    read_set_of = dict(zip(held.others(), held.others_read_sets(), strict=True))
+    sets = unit.read_sets(read_set_of[h] for h in others)
     index: dict[str, int] = {}
     snapshots: list[event_pb2.Event] = []
     told: list[tuple[str, int]] = []
     for h in others:
-        theirs = h.read_set_id or ""
+        theirs = read_set_of[h]
         if theirs not in index:
             names = sets.get(theirs, ())
             contents = SkillsContents(delta.directory, delta.catalogue, names)
-            held = skills.holder_figures(figures, names)
+            shown = skills.holder_figures(figures, names)
             index[theirs] = len(snapshots)
-            snapshots.append(snapshot_event(run_id, "", kind, store_id, held, contents, writer))
-        told.append((h.agent_id or "", index[theirs]))
+            snapshots.append(snapshot_event(run_id, "", kind, store_id, shown, contents, writer))
+        told.append((h, index[theirs]))
     return FanOutEntry(written, snapshots, told)
