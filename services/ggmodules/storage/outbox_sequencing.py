@@ -43,8 +43,10 @@ _FINAL_NOW = text(
     "  AS drawn OFFSET 0"
     ") d"
 )
-# Rows numbered in one pass, at most (a fan-out row stands for one event per holder).
-BATCH = 2000
+# Rows numbered in one pass, at most, and events (a fan-out row stands for one event per holder): a pass is
+# one short transaction (on SQLite it runs on the event loop).
+BATCH = 500
+MAX_EVENTS = 8192
 
 Streams = Counter[tuple[str, str]]
 Reserve = Callable[[Tx, Streams], dict[tuple[str, str], int]]
@@ -100,19 +102,25 @@ class Sequencer:
             return done, False
         rows = self._rows.all(tx, {"after": done, "through": through})
         left = len(rows) == BATCH
-        if left:
-            through = int(rows[-1][0])
         if rows:
-            self._number(tx, rows)
+            taken = self._number(tx, rows)
+            if taken < len(rows):
+                left, rows = True, rows[:taken]
+            if left:
+                through = int(rows[-1][0])
         self._raise.execute(tx, {"v": through})
         return through, left
 
-    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> None:
-        """Numbers `rows` (in origin_seq order): the events of each in their order, a fan-out record's
-        writer's event first, then its holders' snapshots (storage/fan_out.py)."""
+    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> int:
+        """Numbers the first of `rows` (in origin_seq order), as many as make MAX_EVENTS events or at least
+        one row: the events of each in their order, a fan-out record's writer's event first, then its
+        holders' snapshots (storage/fan_out.py). Returns how many rows it numbered."""
         parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
         counts: Streams = Counter()
+        events = 0
         for key, run_id, agent_id, payload in rows:
+            if events >= MAX_EVENTS:
+                break
             data = bytes(payload)  # type: ignore[call-overload]
             run = str(run_id)
             item: event_pb2.Event | fan_out_pb2.FanOut
@@ -120,9 +128,11 @@ class Sequencer:
                 item = fan_out_pb2.FanOut.FromString(data)
                 counts[(run, item.event.agent_id)] += 1
                 counts.update((run, a) for a in item.agent_ids)
+                events += 1 + len(item.agent_ids)
             else:
                 item = event_pb2.Event.FromString(data)
                 counts[(run, str(agent_id))] += 1
+                events += 1
             parsed.append((int(key), run, item))  # type: ignore[call-overload]
         last = self._reserve(tx, counts)
         nxt = {s: last[s] - n + 1 for s, n in counts.items()}  # each stream's first seq in this batch
@@ -142,3 +152,4 @@ class Sequencer:
                 item.stream_seqs.extend(seqs)
             params.append({"k": key, "s": seq, "p": item.SerializeToString()})
         self._set.many(tx, params)
+        return len(parsed)
