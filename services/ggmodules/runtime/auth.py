@@ -188,6 +188,8 @@ class Guard:
 
 def _field(request: Any, path: str) -> Any:
     """A request field by name; a dotted name reads into a message field (`write.agent_id`)."""
+    if "." not in path:
+        return getattr(request, path, "")
     value = request
     for name in path.split("."):
         value = getattr(value, name, "")
