@@ -252,22 +252,36 @@ def search_response(page: SearchPage) -> svc.SearchArchiveResponse:
     )
 
 
+def fill_contents(target: module_pb2.ModuleContents, contents: c.Contents) -> None:
+    """`contents_pb(contents)` written into `target`: a window's contents (on every append's event) in
+    place, without building and copying nested messages."""
+    if isinstance(contents, c.HistoryContents):
+        _fill_history(target.history, contents)
+    else:
+        target.CopyFrom(contents_pb(contents))
+
+
+def _fill_history(h: module_pb2.HistoryContents, contents: c.HistoryContents) -> None:
+    h.SetInParent()
+    h.system_prompt = contents.system_prompt
+    h.system_prompt_set = contents.system_prompt_set
+    add = h.messages.add
+    for m in contents.messages:
+        add(seq=m.seq, role=m.role, content=m.content, turn=m.turn)
+    for b in contents.open_views:
+        h.open_views.add(id=b.id, content=b.content)
+    for b in contents.pinned_blocks:
+        h.pinned_blocks.add(id=b.id, content=b.content)
+    h.turn = contents.turn
+    h.message_count = contents.message_count
+
+
 def contents_pb(contents: c.Contents) -> module_pb2.ModuleContents:
     match contents:
         case c.HistoryContents():
-            return module_pb2.ModuleContents(
-                history=module_pb2.HistoryContents(
-                    system_prompt=contents.system_prompt,
-                    system_prompt_set=contents.system_prompt_set,
-                    messages=[message_pb(m) for m in contents.messages],
-                    open_views=[module_pb2.Block(id=b.id, content=b.content) for b in contents.open_views],
-                    pinned_blocks=[
-                        module_pb2.Block(id=b.id, content=b.content) for b in contents.pinned_blocks
-                    ],
-                    turn=contents.turn,
-                    message_count=contents.message_count,
-                )
-            )
+            pb = module_pb2.ModuleContents()
+            _fill_history(pb.history, contents)
+            return pb
         case c.MemoriesContents():
             return module_pb2.ModuleContents(
                 memories=module_pb2.MemoriesContents(
@@ -366,15 +380,24 @@ def handover_response(rows: list[RosterRow], results: list[KindResult]) -> svc.H
 
 
 def write_response(r: WriteResult) -> svc.WriteResponse:
-    return svc.WriteResponse(
+    response = svc.WriteResponse(
         store_id=r.store_id,
-        figures=figures_pb(r.figures),
         task_id=r.task_id,
         issue_id=r.issue_id,
         thread_id=r.thread_id,
         last_seq=r.last_seq,
         turn=r.turn,
     )
+    fill_figures(response.figures, r.figures)
+    return response
+
+
+def fill_figures(target: module_pb2.ModuleFigures, f: Figures) -> None:
+    """`figures_pb(f)` written into `target` (present even when all zero)."""
+    target.SetInParent()
+    target.items = f.items
+    target.bytes = f.bytes
+    target.writes = f.writes
 
 
 def store_response(v: StoreView) -> svc.GetStoreResponse:

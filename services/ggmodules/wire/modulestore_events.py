@@ -13,6 +13,8 @@ from ggmodules.wire.modulestore import (
     caps_pb,
     contents_pb,
     figures_pb,
+    fill_contents,
+    fill_figures,
     kind_pb,
     origin_pb,
     roster_row_pb,
@@ -25,14 +27,14 @@ NO_SNAPSHOT_CONTENTS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
 def write_event(
     run_id: str, agent_id: str, kind: Kind, store_id: str, op: str, figures: Figures, delta: Contents
 ) -> event_pb2.Event:
-    """The writer's own event (R28)."""
-    return event_pb2.Event(
-        run_id=run_id,
-        agent_id=agent_id,
-        kind=kind_pb(kind),
-        store_id=store_id,
-        write=event_pb2.WriteEvent(op=op, figures=figures_pb(figures), delta=contents_pb(delta)),
-    )
+    """The writer's own event (R28), built in place (it is on every write's path)."""
+    event = event_pb2.Event(run_id=run_id, agent_id=agent_id, kind=kind_pb(kind), store_id=store_id)
+    write = event.write
+    write.SetInParent()
+    write.op = op
+    fill_figures(write.figures, figures)
+    fill_contents(write.delta, delta)
+    return event
 
 
 def snapshot_event(
