@@ -31,6 +31,7 @@ from ggmodules.core.vocabulary import (
 )
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.wire.modulestore_fill import fill_figures, fill_history
 
 # ---- requests -> domain ------------------------------------------------------------------------------
 
@@ -252,35 +253,11 @@ def search_response(page: SearchPage) -> svc.SearchArchiveResponse:
     )
 
 
-def fill_contents(target: module_pb2.ModuleContents, contents: c.Contents) -> None:
-    """`contents_pb(contents)` written into `target`: a window's contents (on every append's event) in
-    place, without building and copying nested messages."""
-    if isinstance(contents, c.HistoryContents):
-        _fill_history(target.history, contents)
-    else:
-        target.CopyFrom(contents_pb(contents))
-
-
-def _fill_history(h: module_pb2.HistoryContents, contents: c.HistoryContents) -> None:
-    h.SetInParent()
-    h.system_prompt = contents.system_prompt
-    h.system_prompt_set = contents.system_prompt_set
-    add = h.messages.add
-    for m in contents.messages:
-        add(seq=m.seq, role=m.role, content=m.content, turn=m.turn)
-    for b in contents.open_views:
-        h.open_views.add(id=b.id, content=b.content)
-    for b in contents.pinned_blocks:
-        h.pinned_blocks.add(id=b.id, content=b.content)
-    h.turn = contents.turn
-    h.message_count = contents.message_count
-
-
 def contents_pb(contents: c.Contents) -> module_pb2.ModuleContents:
     match contents:
         case c.HistoryContents():
             pb = module_pb2.ModuleContents()
-            _fill_history(pb.history, contents)
+            fill_history(pb.history, contents)
             return pb
         case c.MemoriesContents():
             return module_pb2.ModuleContents(
@@ -390,14 +367,6 @@ def write_response(r: WriteResult) -> svc.WriteResponse:
     )
     fill_figures(response.figures, r.figures)
     return response
-
-
-def fill_figures(target: module_pb2.ModuleFigures, f: Figures) -> None:
-    """`figures_pb(f)` written into `target` (present even when all zero)."""
-    target.SetInParent()
-    target.items = f.items
-    target.bytes = f.bytes
-    target.writes = f.writes
 
 
 def store_response(v: StoreView) -> svc.GetStoreResponse:
