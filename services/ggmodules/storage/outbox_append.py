@@ -106,7 +106,9 @@ class Appender:
     def _append_one(self, tx: Tx, e: event_pb2.Event) -> None:
         """SQLite: `append_all` of one event, without the bookkeeping for many."""
         run_id, agent_id = e.run_id, e.agent_id
-        seq = int(self._reserve_one.scalar(tx, {"run_id": run_id, "agent_id": agent_id, "n": 1}))
+        seq = 0  # deferred: numbered when the outbox is read
+        if not self.deferred:
+            seq = int(self._reserve_one.scalar(tx, {"run_id": run_id, "agent_id": agent_id, "n": 1}))
         e.origin = self.origin
         e.stream_seq = seq
         if not e.HasField("time"):
