@@ -115,3 +115,19 @@ def test_numbering_in_many_small_passes_gives_the_same_numbers(
     assert [(e.agent_id, e.stream_seq) for e in read_all(in_steps)] == [
         (e.agent_id, e.stream_seq) for e in events
     ]
+
+
+def test_a_read_of_one_run_numbers_on_past_other_runs_rows_until_it_finds_its_own(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An empty page says the reader has every event there is: it is never sent while rows are left to
+    number (here, one row per pass and twenty of another run's before this run's)."""
+    monkeypatch.setattr(outbox_sequencing, "MAX_EVENTS", 1)
+    box = outbox()
+    with engine.begin() as conn:
+        box.append_all(conn, [event_pb2.Event(run_id="run-other", agent_id="a-0") for _ in range(20)])
+    with engine.begin() as conn:
+        box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+    with engine.begin() as conn:
+        page = box.read(conn, 0, 10, "run-s")
+    assert [(e.run_id, e.stream_seq) for e in page.events] == [("run-s", 1)]

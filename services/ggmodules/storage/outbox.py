@@ -116,19 +116,25 @@ class Outbox:
             "max_bytes": max_bytes,
             "run_id": run_id,
         }
-        left = False
-        if self._sequencer is not None:  # only rows numbered on their streams are read
-            numbered, left = self._sequencer.sequence(conn, through)
-            params["through"] = numbered if through is None else min(through, numbered)
         postgres = conn.dialect.name == "postgresql"
         key = (postgres, bool(run_id))
         if key not in self._pages:
             self._pages[key] = (_summed if postgres else _stepped)(self._rows, bool(run_id))
         read = _read_summed if postgres else _read_stepped
-        found, head, more = read(conn, self._pages[key], params)
-        # A row may stand for several events (a write's fan-out to its store's holders, storage/fan_out.py),
-        # some numbered at or below `after`: the page is made of the events, within the same bounds.
-        events, cut = fan_out.page(found, after_origin_seq, limit, max_bytes)
+        while True:
+            left = False
+            if self._sequencer is not None:  # only rows numbered on their streams are read
+                numbered, left = self._sequencer.sequence(conn, through)
+                params["through"] = numbered if through is None else min(through, numbered)
+            found, head, more = read(conn, self._pages[key], params)
+            # A row may stand for several events (a write's fan-out to its store's holders,
+            # storage/fan_out.py), some numbered at or below `after`: the page is made of the events,
+            # within the same bounds.
+            events, cut = fan_out.page(found, after_origin_seq, limit, max_bytes)
+            # Nothing numbered matched, but rows are left to number: number on (an empty page says the
+            # reader has every event there is).
+            if events or not left:
+                break
         more = more or cut or left
         if head is None:  # nothing was read, so nothing said where the outbox stands
             head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
