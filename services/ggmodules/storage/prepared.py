@@ -23,25 +23,80 @@ class Tx:
     Either a SQLAlchemy connection inside `begin()` (`Tx.of(conn)`), or, for SQLite on one pinned
     connection, a transaction the caller began itself on the DBAPI connection (see
     modulestore/transaction.py); Core statements run on it then join that transaction.
+
+    PostgreSQL may defer (`deferring`, storage/pg_pipeline.py): prepared statements that return nothing
+    wait, and go to the server together with the next statement whose result is read (`send`), in one
+    round trip; so does the transaction's BEGIN. Anything else run in the transaction (`conn`, `cursor`)
+    sends what waits first, so statements still run in the order they were given.
     """
 
-    __slots__ = ("_cursor", "_dbapi", "conn", "dialect")
+    __slots__ = ("_begin", "_conn", "_cursor", "_dbapi", "deferred", "dialect")
 
     def __init__(self, conn: Connection, *, dbapi: Any = None) -> None:
-        self.conn = conn
+        self._conn = conn
         self.dialect = conn.dialect
         self._dbapi = dbapi
         self._cursor: Any = None
+        self.deferred: list[tuple[str, Any]] | None = None  # None: every statement runs at once
+        self._begin = False  # deferring: BEGIN is still to be sent
 
     @classmethod
     def of(cls, conn: Connection | Tx) -> Tx:
         return conn if isinstance(conn, Tx) else cls(conn)
 
+    @property
+    def conn(self) -> Connection:
+        """The SQLAlchemy connection, for Core statements (what waits is sent first)."""
+        if self.deferred or self._begin:
+            self.send()
+        return self._conn
+
     def cursor(self) -> Any:
-        """One cursor per transaction, reused by every statement (each result is read before the next)."""
+        """One cursor per transaction, reused by every statement (each result is read before the next).
+        What waits is sent first."""
+        if self.deferred or self._begin:
+            self.send()
+        return self._own_cursor()
+
+    def _own_cursor(self) -> Any:
         if self._cursor is None:
-            self._cursor = (self.conn.connection if self._dbapi is None else self._dbapi).cursor()
+            self._cursor = self.dbapi().cursor()
         return self._cursor
+
+    def dbapi(self) -> Any:
+        return self._conn.connection if self._dbapi is None else self._dbapi
+
+    # ---- deferring (PostgreSQL) -----------------------------------------------------------------------
+
+    def deferring(self, *, begin: bool) -> None:
+        """From now on statements that return nothing wait for the next `send`; with `begin`, the
+        transaction's BEGIN waits too (the connection is in autocommit: BEGIN is the transaction's own)."""
+        self.deferred = []
+        self._begin = begin
+
+    def defer(self, sql: str, args: Any = None) -> None:
+        assert self.deferred is not None
+        self.deferred.append((sql, args))
+
+    def send(self, wanted: Sequence[tuple[str, Any]] = (), *, commit: bool = False) -> list[Any]:
+        """Sends what waits, then `wanted` (each on a cursor of its own, returned for its result), then
+        COMMIT when asked: one round trip."""
+        from ggmodules.storage import pg_pipeline
+
+        waiting = self.deferred or []
+        if self.deferred is not None:
+            self.deferred = []
+        if self._begin:
+            waiting = [("BEGIN", None), *waiting]
+            self._begin = False
+        return pg_pipeline.send(self.dbapi(), self._own_cursor(), waiting, wanted, commit=commit)
+
+    def discard(self) -> list[tuple[str, Any]]:
+        """Drops the statements still waiting (not BEGIN) and returns them: a refused mutation's."""
+        dropped = self.deferred or []
+        if self.deferred is not None:
+            self.deferred = []
+        return dropped
 
 
 class Prepared:
@@ -68,19 +123,34 @@ class Prepared:
             params = {**defaults, **params}
         return [params[k] for k in order] if order is not None else params
 
+    def bound(self, conn: Connection | Tx, params: Mapping[str, Any]) -> tuple[str, Any]:
+        """The statement's SQL for the transaction's dialect and its arguments (for `Tx.send`)."""
+        sql, order, defaults = self._compile(Tx.of(conn).dialect)
+        return sql, self._args(order, defaults, params)
+
     def _cursor(self, conn: Connection | Tx, params: Mapping[str, Any]) -> Any:
         tx = Tx.of(conn)
         sql, order, defaults = self._compile(tx.dialect)
+        if tx.deferred is not None:  # what waits goes with this statement, in one round trip
+            return tx.send([(sql, self._args(order, defaults, params))])[0]
         cursor = tx.cursor()
         cursor.execute(sql, self._args(order, defaults, params))
         return cursor
 
     def execute(self, conn: Connection | Tx, params: Mapping[str, Any]) -> None:
-        self._cursor(conn, params)
+        tx = Tx.of(conn)
+        if tx.deferred is not None:
+            tx.defer(*self.bound(tx, params))
+            return
+        self._cursor(tx, params)
 
     def many(self, conn: Connection | Tx, rows: Sequence[Mapping[str, Any]]) -> None:
         tx = Tx.of(conn)
         sql, order, defaults = self._compile(tx.dialect)
+        if tx.deferred is not None:
+            for r in rows:
+                tx.defer(sql, self._args(order, defaults, r))
+            return
         cursor = tx.cursor()
         cursor.executemany(sql, [self._args(order, defaults, r) for r in rows])
 

@@ -42,6 +42,7 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.storage.contention import lost_to_concurrency
 from ggmodules.storage.idempotency import RequestKey
+from ggmodules.storage.modulestore import pg_write
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit
 from ggmodules.storage.prepared import Tx
@@ -193,25 +194,36 @@ class GroupCommit:
         outcomes: list[Message | BaseException] = []
         savepoints = len(batch) > 1
         tx, end = self._begin()
+        pipelined = tx.deferred is not None  # PostgreSQL: statements sent together (pg_write.py)
         try:
             for m in batch:
                 if savepoints:
-                    tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
+                    self._statement(tx, f"SAVEPOINT {_SAVEPOINT}")
                 try:
-                    outcomes.append(self._transactions.apply(tx, m.key, m.apply, m.response_type))
+                    outcomes.append(self._apply(tx, m))
+                    if savepoints and pipelined:  # this mutation's statements, before the next's
+                        tx.defer(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                        tx.send()
                 except Exception as exc:
                     if not savepoints:
                         raise
                     if lost_to_concurrency(exc):
                         raise _Lost() from exc
-                    tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                    unsent = tx.discard()
+                    if (f"SAVEPOINT {_SAVEPOINT}", None) not in unsent:  # else nothing of it was sent
+                        tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                        tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
                     outcomes.append(exc)
-                if savepoints:
+                    continue
+                if savepoints and not pipelined:
                     tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         except BaseException:
+            tx.discard()
             end(False)
             raise
         try:
+            if pipelined:
+                tx.send(commit=True)  # what waits and COMMIT: one round trip
             end(True)
         except Exception as exc:
             with contextlib.suppress(Exception):
@@ -219,16 +231,36 @@ class GroupCommit:
             raise _Committing() from exc
         return outcomes
 
+    def _apply(self, tx: Tx, m: _Mutation) -> Message:
+        if tx.deferred is not None:
+            t = self._transactions
+            return pg_write.apply_once(tx, t.outbox, t.requests, m.key, m.apply, m.response_type, m.order)
+        return self._transactions.apply(tx, m.key, m.apply, m.response_type)
+
+    @staticmethod
+    def _statement(tx: Tx, sql: str) -> None:
+        if tx.deferred is not None:
+            tx.defer(sql)
+        else:
+            tx.cursor().execute(sql)
+
     def _begin(self) -> tuple[Tx, Callable[[bool], None]]:
         """A new transaction (`Transactions.open`): on the pinned SQLite connection, else on this worker
-        thread's own connection."""
+        thread's own connection, where it defers (PostgreSQL, pg_write.py)."""
         t = self._transactions
-        return t.open(None if t.pinned is not None else self._own_connection())
+        if t.pinned is not None:
+            return t.open(None)
+        tx, end = t.open(self._own_connection())
+        tx.deferring(begin=True)  # the connection is in autocommit: BEGIN is sent with the first statements
+        return tx, end
 
     def _own_connection(self) -> Connection:
         conn: Connection | None = getattr(self._local, "connection", None)
         if conn is None or conn.closed:
-            conn = self._local.connection = self._transactions.engine.connect()
+            # Autocommit: the transaction's BEGIN is its own, sent with its first statements. SQLAlchemy
+            # sets the isolation level back when the connection returns to the pool.
+            conn = self._transactions.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._local.connection = conn
             self._connections.append(conn)
         return conn
 
