@@ -15,6 +15,8 @@ from typing import Any
 from sqlalchemy.engine import Connection, Dialect
 from sqlalchemy.sql import Executable
 
+from ggmodules.storage import pg_pipeline
+
 
 class Tx:
     """An open transaction: its SQLAlchemy connection (`conn`, for Core statements) and one DBAPI cursor
@@ -81,15 +83,22 @@ class Tx:
     def send(self, wanted: Sequence[tuple[str, Any]] = (), *, commit: bool = False) -> list[Any]:
         """Sends what waits, then `wanted` (each on a cursor of its own, returned for its result), then
         COMMIT when asked: one round trip."""
-        from ggmodules.storage import pg_pipeline
-
         waiting = self.deferred or []
         if self.deferred is not None:
             self.deferred = []
         if self._begin:
             waiting = [("BEGIN", None), *waiting]
             self._begin = False
-        return pg_pipeline.send(self.dbapi(), self._own_cursor(), waiting, wanted, commit=commit)
+        return pg_pipeline.send(self.dbapi(), waiting, wanted, commit=commit)
+
+    def rollback(self) -> None:
+        """Deferring: drops what waits and rolls back what was sent, if anything (storage/pg_pipeline.py:
+        not through psycopg, which would drop the session's prepared statements)."""
+        self.discard()
+        if self._begin:  # nothing was sent
+            self._begin = False
+            return
+        pg_pipeline.rollback(self.dbapi())
 
     def discard(self) -> list[tuple[str, Any]]:
         """Drops the statements still waiting (not BEGIN) and returns them: a refused mutation's."""

@@ -211,15 +211,16 @@ class GroupCommit:
                         raise _Lost() from exc
                     unsent = tx.discard()
                     if (f"SAVEPOINT {_SAVEPOINT}", None) not in unsent:  # else nothing of it was sent
-                        tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
-                        tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                        self._statement(tx, f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                        self._statement(tx, f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                        if pipelined:
+                            tx.send()
                     outcomes.append(exc)
                     continue
                 if savepoints and not pipelined:
                     tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
         except BaseException:
-            tx.discard()
-            end(False)
+            self._roll_back(tx, end)
             raise
         try:
             if pipelined:
@@ -227,7 +228,7 @@ class GroupCommit:
             end(True)
         except Exception as exc:
             with contextlib.suppress(Exception):
-                end(False)  # the transaction may still be open (SQLite: a busy COMMIT)
+                self._roll_back(tx, end)  # the transaction may still be open (SQLite: a busy COMMIT)
             raise _Committing() from exc
         return outcomes
 
@@ -236,6 +237,14 @@ class GroupCommit:
             t = self._transactions
             return pg_write.apply_once(tx, t.outbox, t.requests, m.key, m.apply, m.response_type, m.order)
         return self._transactions.apply(tx, m.key, m.apply, m.response_type)
+
+    @staticmethod
+    def _roll_back(tx: Tx, end: Callable[[bool], None]) -> None:
+        try:
+            if tx.deferred is not None:
+                tx.rollback()  # PostgreSQL: before psycopg would (pg_pipeline.py)
+        finally:
+            end(False)
 
     @staticmethod
     def _statement(tx: Tx, sql: str) -> None:
