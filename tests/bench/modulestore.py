@@ -11,9 +11,7 @@ import time
 import uuid
 from pathlib import Path
 
-import psycopg
 from grpc_health.v1 import health_pb2, health_pb2_grpc
-from sqlalchemy.engine import make_url
 
 from tests.bench.common import (
     LONG_HISTORIES,
@@ -32,7 +30,8 @@ from tests.harness import (
     stubs,
 )
 
-# Issue 10, P1: history append p50 at most this many times the no-op.
+# Issue 10, P1: history append p50 at most this many times the no-op (`--only writes` prints the database's
+# own floor for a durable write beside it).
 APPEND_TARGET = {"SQLite": 1.5, "PostgreSQL": 2.0}
 
 
@@ -90,23 +89,6 @@ class ModuleStoreBench:
         done = asyncio.run(main())
         return done / (time.perf_counter() - t0)
 
-    def database_floor(self, database_url: str) -> float | None:
-        """PostgreSQL: p50 of one durable INSERT from Python (autocommit: the statement and its COMMIT in one
-        round trip), the floor under any acknowledged write; None on SQLite."""
-        url = make_url(database_url)
-        if url.get_backend_name() != "postgresql":
-            return None
-        dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
-        with psycopg.connect(dsn, autocommit=True) as conn:
-            conn.execute("CREATE TABLE IF NOT EXISTS bench_floor (id bigserial PRIMARY KEY, v text)")
-            n = 300 if self.quick else 3000
-
-            def insert() -> None:
-                conn.execute("INSERT INTO bench_floor (v) VALUES (%s)", ("x" * 200,))
-
-            timed(insert, 100)
-            return percentile(timed(insert, n), 0.5)
-
     def fork_times(self) -> dict[int, float]:
         sizes = [10, 10_000] if self.quick else [10, 10_000, 100_000]
         out = {}
@@ -140,7 +122,6 @@ def figures(quick: bool) -> None:
             bench = ModuleStoreBench(label, url, quick)
             try:
                 lat = bench.noop_and_append()
-                floor = bench.database_floor(url)
                 rate = bench.sustained_writes()
                 forks = bench.fork_times()
             finally:
@@ -158,11 +139,6 @@ def figures(quick: bool) -> None:
                 f"p99 {lat['append_p99']:8.0f}"
                 f"   p50 = {ratio:.2f}x no-op (target <= {target}x: {verdict})"
             )
-            if floor is not None:
-                print(
-                    f"  one INSERT + COMMIT from Python p50 {floor:8.0f}"
-                    f"   = {floor / lat['noop_p50']:.2f}x no-op (the database's floor for a durable write)"
-                )
             print(f"  sustained appends, 32 callers   {rate:8.0f} writes/s")
             for size, us in forks.items():
                 print(f"  fork of a {size:>7,}-message history   {us:8.0f}")
