@@ -22,11 +22,10 @@ statement; the caller rolls back).
 
 from __future__ import annotations
 
-import asyncio
 import re
 import select
 import weakref
-from collections.abc import Generator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from psycopg import errors, pq
@@ -96,84 +95,21 @@ def send(
     commit: bool = False,
 ) -> list[Rows]:
     """Runs `waiting` (results dropped), then `wanted` (their rows returned), then COMMIT if asked, in one
-    pipeline on the psycopg connection behind `dbapi`; waits for the server on this thread."""
-    conn, session, commands = _commands(dbapi, waiting, wanted, commit)
-    with conn.lock:
-        results = _drive(_run(conn.pgconn, session, commands), conn.pgconn.socket)
-    return _rows(session, results, len(waiting), len(wanted))
-
-
-async def send_async(
-    dbapi: Any,
-    waiting: Sequence[tuple[str, Any]],
-    wanted: Sequence[tuple[str, Any]],
-    *,
-    commit: bool = False,
-) -> list[Rows]:
-    """`send`, waiting for the server on the running event loop (the connection is the loop's alone)."""
-    conn, session, commands = _commands(dbapi, waiting, wanted, commit)
-    with conn.lock:
-        results = await _drive_async(_run(conn.pgconn, session, commands), conn.pgconn.socket)
-    return _rows(session, results, len(waiting), len(wanted))
-
-
-def _commands(
-    dbapi: Any, waiting: Sequence[tuple[str, Any]], wanted: Sequence[tuple[str, Any]], commit: bool
-) -> tuple[Any, _Session, list[tuple[str, Any]]]:
+    pipeline on the psycopg connection behind `dbapi`."""
     conn = getattr(dbapi, "dbapi_connection", dbapi)  # SQLAlchemy's pool proxy -> psycopg's connection
     session = _sessions.get(conn)
     if session is None:
         session = _sessions[conn] = _Session(conn)
-    return conn, session, [*waiting, *wanted, *([("COMMIT", None)] if commit else [])]
-
-
-def _rows(session: _Session, results: list[Any], first: int, count: int) -> list[Rows]:
+    commands = [*waiting, *wanted, *([("COMMIT", None)] if commit else [])]
+    with conn.lock:
+        results = _run(conn.pgconn, session, commands)
+    first = len(waiting)
     out = []
     t = session.transformer
-    for result in results[first : first + count]:
+    for result in results[first : first + len(wanted)]:
         t.set_pgresult(result)
         out.append(Rows(t.load_rows(0, result.ntuples, tuple) if result.ntuples else []))
     return out
-
-
-# What a pipeline waits for: the socket readable, or readable or writable.
-_READ, _READ_WRITE = 1, 3
-Waits = Generator[int, None, list[Any]]
-
-
-def _drive(gen: Waits, fd: int) -> list[Any]:
-    try:
-        wait = next(gen)
-        while True:
-            select.select([fd], [fd] if wait == _READ_WRITE else [], [])
-            wait = gen.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-async def _drive_async(gen: Waits, fd: int) -> list[Any]:
-    loop = asyncio.get_running_loop()
-    try:
-        wait = next(gen)
-        while True:
-            ready: asyncio.Future[None] = loop.create_future()
-
-            def wake(f: asyncio.Future[None] = ready) -> None:
-                if not f.done():
-                    f.set_result(None)
-
-            loop.add_reader(fd, wake)
-            if wait == _READ_WRITE:
-                loop.add_writer(fd, wake)
-            try:
-                await ready
-            finally:
-                loop.remove_reader(fd)
-                if wait == _READ_WRITE:
-                    loop.remove_writer(fd)
-            wait = gen.send(None)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
 
 
 def rollback(dbapi: Any) -> None:
@@ -181,17 +117,17 @@ def rollback(dbapi: Any) -> None:
     send(dbapi, [("ROLLBACK", None)], [])
 
 
-def _run(pg: Any, session: _Session, commands: Sequence[tuple[str, Any]]) -> Waits:
-    """Each command's result, in order; raises the first error. Yields what it waits for."""
+def _run(pg: Any, session: _Session, commands: Sequence[tuple[str, Any]]) -> list[Any]:
+    """Each command's result, in order; raises the first error."""
     t = session.transformer
     sent: list[tuple[str, bytes | None, tuple[str, tuple[int, ...]] | None]] = []  # what, prepared name
     pg.enter_pipeline_mode()
     try:
         _queue(pg, session, commands, sent)
         pg.pipeline_sync()
-        got = yield from _communicate(pg)
+        got = _communicate(pg)
     except BaseException:
-        yield from _drain(pg)
+        _drain(pg)
         for what, _name, key in sent:  # whether they were prepared is not known: prepare anew next time
             if what == "prepare" and key is not None:
                 session.names.pop(key, None)
@@ -244,11 +180,12 @@ def _queue(
         sent.append(("run", name, None))
 
 
-def _communicate(pg: Any) -> Waits:
+def _communicate(pg: Any) -> list[Any]:
     """Sends what is buffered and reads every command's result up to the pipeline's sync: one result per
     command (its last), in order."""
+    fd = pg.socket
     while pg.flush() == 1:  # the socket's buffer is full: wait until it takes more (reading meanwhile)
-        yield _READ_WRITE
+        select.select([fd], [fd], [])
         pg.consume_input()
     got: list[Any] = []
     current: list[Any] = []
@@ -265,15 +202,16 @@ def _communicate(pg: Any) -> Waits:
                 return got
             else:
                 current.append(r)
-        yield _READ
+        select.select([fd], [], [])
 
 
-def _drain(pg: Any) -> Generator[int, None, None]:
+
+def _drain(pg: Any) -> None:
     """After a failure part way: what was queued is run to its end, then the pipeline left (a connection
     that fails here is broken; its next use says so)."""
     try:
         pg.pipeline_sync()
-        yield from _communicate(pg)
+        _communicate(pg)
         pg.exit_pipeline_mode()
     except Exception:  # the original failure is the one raised
         pass

@@ -81,22 +81,15 @@ class Tx:
         self.deferred.append((sql, args))
 
     def send(self, wanted: Sequence[tuple[str, Any]] = (), *, commit: bool = False) -> list[Any]:
-        """Sends what waits, then `wanted` (their rows returned, read like a cursor's), then COMMIT when
-        asked: one round trip."""
-        return pg_pipeline.send(self.dbapi(), self._waiting(), wanted, commit=commit)
-
-    async def send_async(self, wanted: Sequence[tuple[str, Any]] = (), *, commit: bool = False) -> list[Any]:
-        """`send`, waiting for the server on the running event loop."""
-        return await pg_pipeline.send_async(self.dbapi(), self._waiting(), wanted, commit=commit)
-
-    def _waiting(self) -> list[tuple[str, Any]]:
+        """Sends what waits, then `wanted` (each on a cursor of its own, returned for its result), then
+        COMMIT when asked: one round trip."""
         waiting = self.deferred or []
         if self.deferred is not None:
             self.deferred = []
         if self._begin:
             waiting = [("BEGIN", None), *waiting]
             self._begin = False
-        return waiting
+        return pg_pipeline.send(self.dbapi(), waiting, wanted, commit=commit)
 
     def rollback(self) -> None:
         """Deferring: drops what waits and rolls back what was sent, if anything (storage/pg_pipeline.py:

@@ -43,7 +43,6 @@ from sqlalchemy.engine import Connection
 from ggmodules.storage.contention import lost_to_concurrency
 from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore import pg_write
-from ggmodules.storage.modulestore.pg_batches import LoopBatches
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit
 from ggmodules.storage.prepared import Tx
@@ -84,9 +83,6 @@ class GroupCommit:
         self._local = threading.local()  # each worker thread's own connection
         self._connections: list[Connection] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        # PostgreSQL with one batch at a time on a connection it keeps: batches run on the event loop.
-        on_loop = not self._inline and self._keep and self._workers == 1
-        self._on_loop = LoopBatches(transactions, self._alone, self._pool) if on_loop else None
 
     async def mutate(
         self,
@@ -144,17 +140,11 @@ class GroupCommit:
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
 
-    def _pool(self) -> ThreadPoolExecutor:
+    async def _batch(self, loop: asyncio.AbstractEventLoop, batch: list[_Mutation]) -> None:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(self._workers, thread_name_prefix="group-commit")
-        return self._executor
-
-    async def _batch(self, loop: asyncio.AbstractEventLoop, batch: list[_Mutation]) -> None:
         try:
-            if self._on_loop is not None:
-                outcomes = await self._on_loop.run(batch)
-            else:
-                outcomes = await loop.run_in_executor(self._pool(), self._run, batch)
+            outcomes = await loop.run_in_executor(self._executor, self._run, batch)
         except asyncio.CancelledError:  # the service is stopping: so are its callers
             for m in batch:
                 if m.future is not None:
@@ -300,8 +290,6 @@ class GroupCommit:
             conn.close()
 
     def close(self) -> None:
-        if self._on_loop is not None:
-            self._on_loop.close()
         if self._executor is not None:
             self._executor.shutdown(wait=True)
         for conn in self._connections:

@@ -35,56 +35,20 @@ def apply_once(
 ) -> M:
     """unit.apply_once on a deferring `tx`, the holders of `store` (run id, store id; or nothing) read
     with the claim."""
-    wanted = _first_reads(tx, requests, key, store)
-    return _then(tx, outbox, requests, key, apply, response_type, store, tx.send(wanted) if wanted else [])
-
-
-async def apply_once_async(
-    tx: Tx,
-    outbox: Outbox,
-    requests: RequestLog,
-    key: RequestKey | None,
-    apply: Callable[[ModuleStoreUnit], M],
-    response_type: type[M],
-    store: tuple[str, ...],
-) -> M:
-    """`apply_once`, its first round trip awaited on the event loop (group_commit.py)."""
-    wanted = _first_reads(tx, requests, key, store)
-    rows = await tx.send_async(wanted) if wanted else []
-    return _then(tx, outbox, requests, key, apply, response_type, store, rows)
-
-
-def _first_reads(
-    tx: Tx, requests: RequestLog, key: RequestKey | None, store: tuple[str, ...]
-) -> list[tuple[str, Any]]:
     wanted: list[tuple[str, Any]] = []
     if key is not None:
         wanted.append(requests.claim_statement(tx, key.method, key.request_id, key.request_hash))
     if len(store) == 2:
         wanted.append(holders_statement(tx, store[0], store[1]))
-    return wanted
-
-
-def _then(
-    tx: Tx,
-    outbox: Outbox,
-    requests: RequestLog,
-    key: RequestKey | None,
-    apply: Callable[[ModuleStoreUnit], M],
-    response_type: type[M],
-    store: tuple[str, ...],
-    rows: list[Any],
-) -> M:
-    """Given the first reads' rows: the first answer if the claim was lost, else the use case applied
-    (what it writes waits in `tx`) and its answer recorded."""
+    cursors = tx.send(wanted) if wanted else []
     if key is not None:
-        won = bool(rows[0].fetchall())
+        won = bool(cursors[0].fetchall())
         first = requests.claimed(tx, won, key.method, key.request_id, key.request_hash)
         if first is not None:
             return response_type.FromString(first)
     unit = ModuleStoreUnit(tx, outbox)
     if len(store) == 2:
-        unit.preloaded = ((store[0], store[1]), [HolderRow(*r) for r in rows[-1].fetchall()])
+        unit.preloaded = ((store[0], store[1]), [HolderRow(*r) for r in cursors[-1].fetchall()])
     response = apply(unit)
     if key is not None:
         requests.answer(tx, key.method, key.request_id, response.SerializeToString(deterministic=True))
