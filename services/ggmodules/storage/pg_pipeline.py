@@ -102,7 +102,12 @@ def send(
         session = _sessions[conn] = _Session(conn)
     commands = [*waiting, *wanted, *([("COMMIT", None)] if commit else [])]
     with conn.lock:
-        results = _run(conn.pgconn, session, commands)
+        try:
+            results = _run(conn.pgconn, session, commands)
+        except errors.Error as exc:
+            # A statement before COMMIT failed: COMMIT did not run, nothing of the transaction is committed.
+            exc.before_commit = commit and getattr(exc, "command", -1) < len(commands) - 1  # type: ignore[attr-defined]
+            raise
     first = len(waiting)
     out = []
     t = session.transformer
@@ -134,10 +139,11 @@ def _run(pg: Any, session: _Session, commands: Sequence[tuple[str, Any]]) -> lis
         raise
     pg.exit_pipeline_mode()
     error: Exception | None = None
-    results = []
+    results: list[Any] = []
     for (what, _name, key), result in zip(sent, got, strict=True):
         if result.status == _FATAL and error is None:
             error = errors.error_from_result(result, encoding=t.encoding)
+            error.command = len(results) if what == "run" else -1  # type: ignore[attr-defined]
         if what == "prepare":
             if result.status != pq.ExecStatus.COMMAND_OK and key is not None:
                 session.names.pop(key, None)  # not prepared: prepare again next time

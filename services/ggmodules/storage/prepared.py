@@ -32,7 +32,7 @@ class Tx:
     sends what waits first, so statements still run in the order they were given.
     """
 
-    __slots__ = ("_begin", "_conn", "_cursor", "_dbapi", "deferred", "dialect")
+    __slots__ = ("_begin", "_conn", "_cursor", "_dbapi", "_sent", "deferred", "dialect")
 
     def __init__(self, conn: Connection, *, dbapi: Any = None) -> None:
         self._conn = conn
@@ -41,6 +41,7 @@ class Tx:
         self._cursor: Any = None
         self.deferred: list[tuple[str, Any]] | None = None  # None: every statement runs at once
         self._begin = False  # deferring: BEGIN is still to be sent
+        self._sent = 0  # deferring: how many deferred statements were sent so far
 
     @classmethod
     def of(cls, conn: Connection | Tx) -> Tx:
@@ -81,11 +82,12 @@ class Tx:
         self.deferred.append((sql, args))
 
     def send(self, wanted: Sequence[tuple[str, Any]] = (), *, commit: bool = False) -> list[Any]:
-        """Sends what waits, then `wanted` (each on a cursor of its own, returned for its result), then
-        COMMIT when asked: one round trip."""
+        """Sends what waits, then `wanted` (their rows returned, read like a cursor's), then COMMIT when
+        asked: one round trip."""
         waiting = self.deferred or []
         if self.deferred is not None:
             self.deferred = []
+            self._sent += len(waiting)
         if self._begin:
             waiting = [("BEGIN", None), *waiting]
             self._begin = False
@@ -100,11 +102,17 @@ class Tx:
             return
         pg_pipeline.rollback(self.dbapi())
 
-    def discard(self) -> list[tuple[str, Any]]:
-        """Drops the statements still waiting (not BEGIN) and returns them: a refused mutation's."""
-        dropped = self.deferred or []
-        if self.deferred is not None:
-            self.deferred = []
+    def mark(self) -> int:
+        """Where the next statement deferred stands among all this transaction deferred (for `discard`)."""
+        return self._sent + len(self.deferred or [])
+
+    def discard(self, since: int = 0) -> list[tuple[str, Any]]:
+        """Drops the statements deferred since `mark` was `since` that still wait (never BEGIN) and returns
+        them: a refused mutation's. Statements deferred before it stay."""
+        if not self.deferred:
+            return []
+        keep = max(0, since - self._sent)
+        dropped, self.deferred = self.deferred[keep:], self.deferred[:keep]
         return dropped
 
 

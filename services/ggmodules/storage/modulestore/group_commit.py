@@ -37,8 +37,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+import psycopg
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from ggmodules.storage.contention import lost_to_concurrency
 from ggmodules.storage.idempotency import RequestKey
@@ -197,28 +199,24 @@ class GroupCommit:
         pipelined = tx.deferred is not None  # PostgreSQL: statements sent together (pg_write.py)
         try:
             for m in batch:
+                start = tx.mark()
                 if savepoints:
                     self._statement(tx, f"SAVEPOINT {_SAVEPOINT}")
                 try:
                     outcomes.append(self._apply(tx, m))
-                    if savepoints and pipelined:  # this mutation's statements, before the next's
-                        tx.defer(f"RELEASE SAVEPOINT {_SAVEPOINT}")
-                        tx.send()
                 except Exception as exc:
                     if not savepoints:
                         raise
-                    if lost_to_concurrency(exc):
+                    if lost_to_concurrency(exc) or (pipelined and _from_database(exc)):
+                        # PostgreSQL: a statement sent with this mutation's may be an earlier one's
                         raise _Lost() from exc
-                    unsent = tx.discard()
-                    if (f"SAVEPOINT {_SAVEPOINT}", None) not in unsent:  # else nothing of it was sent
+                    if (f"SAVEPOINT {_SAVEPOINT}", None) not in tx.discard(start):  # else none of it was sent
                         self._statement(tx, f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
                         self._statement(tx, f"RELEASE SAVEPOINT {_SAVEPOINT}")
-                        if pipelined:
-                            tx.send()
                     outcomes.append(exc)
                     continue
-                if savepoints and not pipelined:
-                    tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                if savepoints:  # PostgreSQL: sent with the next mutation's first statements, or COMMIT
+                    self._statement(tx, f"RELEASE SAVEPOINT {_SAVEPOINT}")
         except BaseException:
             self._roll_back(tx, end)
             raise
@@ -229,6 +227,8 @@ class GroupCommit:
         except Exception as exc:
             with contextlib.suppress(Exception):
                 self._roll_back(tx, end)  # the transaction may still be open (SQLite: a busy COMMIT)
+            if getattr(exc, "before_commit", False):  # a statement failed, COMMIT did not run: nothing is
+                raise _Lost() from exc  # committed; each mutation runs alone, to its own outcome
             raise _Committing() from exc
         return outcomes
 
@@ -312,6 +312,11 @@ def _pool_capacity(transactions: Transactions) -> int:
     if not callable(size) or not isinstance(overflow, int) or overflow < 0:
         return 1_000
     return int(size()) + overflow
+
+
+def _from_database(exc: BaseException) -> bool:
+    """An error of the database (not a refusal the use case decided)."""
+    return isinstance(exc, (psycopg.Error, DBAPIError))
 
 
 def _busy(loop: asyncio.AbstractEventLoop) -> bool:
