@@ -175,7 +175,7 @@ class GroupCommit:
             except _Committing:
                 raise
             except Exception as exc:
-                if not getattr(exc, "connection_invalidated", False):
+                if not (getattr(exc, "connection_invalidated", False) or self._drop_broken()):
                     raise
                 outcomes = self._attempt(batch)  # a broken connection, replaced: nothing was committed
         except _Committing as failed:
@@ -259,9 +259,7 @@ class GroupCommit:
         t = self._transactions
         if t.pinned is not None:
             return t.open(None)
-        tx, end = t.open(self._own_connection())
-        tx.deferring(begin=True)  # the connection is in autocommit: BEGIN is sent with the first statements
-        return tx, end
+        return pg_write.open_deferring(self._own_connection())
 
     def _own_connection(self) -> Connection:
         conn: Connection | None = getattr(self._local, "connection", None)
@@ -281,6 +279,19 @@ class GroupCommit:
             return self._transactions.mutate(m.key, m.apply, m.response_type)  # notifies its commit
         except Exception as exc:
             return exc
+
+    def _drop_broken(self) -> bool:
+        """PostgreSQL: whether this thread's connection is broken (psycopg says so: a restarted server, a
+        killed backend); if so it is let go, and the next transaction opens another."""
+        conn: Connection | None = getattr(self._local, "connection", None)
+        if conn is None or conn.invalidated:
+            return False
+        dbapi = getattr(conn.connection, "dbapi_connection", None)
+        if not getattr(dbapi, "broken", False):
+            return False
+        conn.invalidate()
+        self._release()
+        return True
 
     def _release(self) -> None:
         conn: Connection | None = getattr(self._local, "connection", None)
