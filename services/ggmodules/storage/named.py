@@ -4,7 +4,7 @@ SELECTs whose rows read by column name (`row.store_id`), and UPDATEs that say ho
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from sqlalchemy.engine import Connection
@@ -17,15 +17,16 @@ class NamedPrepared(Prepared):
 
     def __init__(self, statement: Any) -> None:
         super().__init__(statement)
-        self._row: Any = namedtuple("Row", [c.name for c in statement.selected_columns], rename=True)  # noqa: PYI024
+        row = namedtuple("Row", [c.name for c in statement.selected_columns], rename=True)  # type: ignore[misc]
+        self._make: Callable[[Sequence[Any]], Any] = row._make
 
     def first(self, conn: Connection | Tx, params: Mapping[str, Any]) -> Any:
         """The first row, or None."""
         row = self.one(conn, params)
-        return None if row is None else self._row._make(row)
+        return None if row is None else self._make(row)
 
     def rows(self, conn: Connection | Tx, params: Mapping[str, Any]) -> list[Any]:
-        return [self._row._make(r) for r in self.all(conn, params)]
+        return [self._make(r) for r in self.all(conn, params)]
 
 
 class Counted(Prepared):

@@ -29,7 +29,9 @@ LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
 # A new holder row and a new agent, prepared (storage.prepared).
 _HOLD = Prepared(HOLDERS.insert().values({
     c: bindparam(c)
-    for c in ("run_id", "store_id", "agent_id", "kind", "origin", "may_write", "active", "watermark", "read_set_id")
+    for c in (
+        "run_id", "store_id", "agent_id", "kind", "origin", "may_write", "active", "watermark", "read_set_id",
+    )
 }))
 _ADD_AGENT = Prepared(AGENTS.insert().values({
     c: bindparam(c) for c in ("run_id", "agent_id", "profile", "parent_agent_id", "cause")

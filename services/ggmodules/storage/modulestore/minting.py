@@ -12,7 +12,9 @@ from ggmodules.storage.prepared import Prepared, Tx
 
 COUNTERS: Table = MsCounter.__table__  # type: ignore[attr-defined]
 NAMED: Table = MsNamed.__table__  # type: ignore[attr-defined]
-_NAMED = Prepared(select(NAMED.c.store_id).where(NAMED.c.run_id == bindparam("run_id"), NAMED.c.key == bindparam("key")))
+_NAMED = Prepared(
+    select(NAMED.c.store_id).where(NAMED.c.run_id == bindparam("run_id"), NAMED.c.key == bindparam("key"))
+)
 
 
 def mint_id(conn: Connection, run_id: str, kind: Kind) -> tuple[str, int]:

@@ -27,27 +27,31 @@ from ggmodules.storage.named import NamedPrepared
 from ggmodules.storage.prepared import Prepared, Tx
 
 # Prepared (storage.prepared): building and running a Core statement costs more than SQLite running it.
-_OTHER_HOLDERS = Prepared(
+_OTHERS = HOLDERS.alias("others")
+# How many other agents actively hold each of the predecessor's stores (R22: caps follow a sole holder).
+_OTHER_HOLDERS = (
     select(func.count())
-    .select_from(HOLDERS)
+    .select_from(_OTHERS)
     .where(
-        HOLDERS.c.run_id == bindparam("run_id"),
-        HOLDERS.c.store_id == bindparam("store_id"),
-        HOLDERS.c.agent_id != bindparam("agent_id"),
-        HOLDERS.c.active,
+        _OTHERS.c.run_id == STORES.c.run_id,
+        _OTHERS.c.store_id == STORES.c.store_id,
+        _OTHERS.c.agent_id != bindparam("agent_id"),
+        _OTHERS.c.active,
     )
+    .scalar_subquery()
+    .label("other_holders")
 )
-_HELD_SELECT = (
-    select(STORES, HOLDERS.c.read_set_id)
-    .join(HOLDERS, (HOLDERS.c.run_id == STORES.c.run_id) & (HOLDERS.c.store_id == STORES.c.store_id))
-    .where(HOLDERS.c.run_id == bindparam("run_id"), HOLDERS.c.agent_id == bindparam("agent_id"), HOLDERS.c.active)
+_JOIN = (HOLDERS.c.run_id == STORES.c.run_id) & (HOLDERS.c.store_id == STORES.c.store_id)
+_ACTIVE_OF = (HOLDERS.c.run_id == bindparam("run_id")) & (HOLDERS.c.agent_id == bindparam("agent_id")) & (
+    HOLDERS.c.active
 )
+_HELD_SELECT = select(STORES, HOLDERS.c.read_set_id, _OTHER_HOLDERS).join(HOLDERS, _JOIN).where(_ACTIVE_OF)
 # The predecessor's stores; PostgreSQL: locked first, in store order, as writes lock them.
 _HELD = NamedPrepared(_HELD_SELECT.order_by(STORES.c.kind))
 _HELD_LOCKED = Prepared(
     select(STORES.c.store_id)
-    .join(HOLDERS, (HOLDERS.c.run_id == STORES.c.run_id) & (HOLDERS.c.store_id == STORES.c.store_id))
-    .where(HOLDERS.c.run_id == bindparam("run_id"), HOLDERS.c.agent_id == bindparam("agent_id"), HOLDERS.c.active)
+    .join(HOLDERS, _JOIN)
+    .where(_ACTIVE_OF)
     .order_by(STORES.c.store_id)
     .with_for_update(of=STORES)
 )
@@ -84,6 +88,9 @@ class Received:
     may_write: bool
     scope: MemoryScope
     read_set_id: str = ""
+    # The store's row as this transaction last read it, if nothing changed it since (a carried store whose
+    # caps and state stay as they were): the events read it rather than reading it again.
+    row: Any = None
 
 
 def let_go(tx: Tx, run_id: str, agent_id: str) -> None:
@@ -111,19 +118,26 @@ def receive(
     b = r.binding(kind)
     read_set_id = ""
     conn = tx.conn
+    row = None
     if kind == Kind.SKILLS:
         store_id, head, origin, read_set_id = _receive_skills(tx, plan, e, before, carry_read_set)
     elif e.outcome == Outcome.CARRIED and r.action is None:
         assert before is not None  # check_held saw to it
         store_id, origin = before.row.store_id, carried_origin(kind)
-        head = _carry(tx, plan.predecessor_agent_id, before.row, r.caps)
+        head, changed = _carry(tx, before.row, r.caps)
+        row = None if changed else before.row
     else:
         minted = r.action == BindAction.CREATE
         store_id, head = mint_store(conn, run_id, b) if minted else join_named(conn, run_id, b)
         origin = resolve(kind, b.action, r.origin).origin
     hold(tx, run_id, store_id, plan.successor_agent_id, b, origin, head, read_set_id)
     scope = r.scope if kind == Kind.MEMORIES else MemoryScope.UNSPECIFIED
-    return Received(e.outcome, store_id, origin, r.may_write, scope, read_set_id)
+    return Received(e.outcome, store_id, origin, r.may_write, scope, read_set_id, row)
+
+
+def row_of(tx: Tx, run_id: str, got: Any) -> Any:
+    """The received store's row as it is now."""
+    return got.row if got.row is not None else store_record(tx, run_id, got.store_id)
 
 
 def _receive_skills(
@@ -145,7 +159,7 @@ def _receive_skills(
         store_id, head = before.row.store_id, head_of(before.row)
     same = store_id == before.row.store_id
     if same:
-        head = _carry(tx, plan.predecessor_agent_id, before.row, r.caps)
+        head, _ = _carry(tx, before.row, r.caps)
     origin = carried_origin(Kind.SKILLS) if same else (r.origin or Origin.PROFILE)
     if not carry_read_set:
         return store_id, head, origin, read_sets.create(tx)
@@ -157,12 +171,12 @@ def _receive_skills(
     return store_id, head, origin, read_sets.create(tx, names)
 
 
-def _carry(tx: Tx, predecessor: str, row: Any, wanted: Caps) -> StoreHead:
+def _carry(tx: Tx, row: Any, wanted: Caps) -> tuple[StoreHead, bool]:
     """The predecessor's store, as the successor finds it: caps re-pointed only if the predecessor held it
-    alone (R22), contents over a tighter cap kept (R23), the window's system-prompt slot empty (R24)."""
+    alone (R22), contents over a tighter cap kept (R23), the window's system-prompt slot empty (R24); and
+    whether that changed its row."""
     head = head_of(row)
-    others = _OTHER_HOLDERS.scalar(tx, {"run_id": row.run_id, "store_id": row.store_id, "agent_id": predecessor})
-    caps = resolved_caps(head.caps, wanted, sole_holder=others == 0)
+    caps = resolved_caps(head.caps, wanted, sole_holder=row.other_holders == 0)
     values: dict[str, Any] = {}
     if caps != head.caps:
         values.update(max_items=caps.max_items, max_bytes=caps.max_bytes)
@@ -178,7 +192,8 @@ def _carry(tx: Tx, predecessor: str, row: Any, wanted: Caps) -> StoreHead:
             .where(STORES.c.run_id == row.run_id, STORES.c.store_id == row.store_id)
             .values(**values)
         )
-    return StoreHead(head.kind, caps, figures, head.head_seq, head.turn, head.strategy, head.directory)
+    head = StoreHead(head.kind, caps, figures, head.head_seq, head.turn, head.strategy, head.directory)
+    return head, bool(values)
 
 
 def roster_row(tx: Tx, run_id: str, kind: Kind, got: Received | None) -> RosterRow:
@@ -186,5 +201,5 @@ def roster_row(tx: Tx, run_id: str, kind: Kind, got: Received | None) -> RosterR
         return RosterRow(kind)
     strategy = MemoryStrategy.UNSPECIFIED
     if kind == Kind.MEMORIES:
-        strategy = MemoryStrategy(store_record(tx, run_id, got.store_id).strategy)
+        strategy = MemoryStrategy(row_of(tx, run_id, got).strategy)
     return RosterRow(kind, got.store_id, True, got.origin, got.scope, got.may_write, strategy)

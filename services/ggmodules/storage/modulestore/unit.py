@@ -238,9 +238,9 @@ class ModuleStoreUnit:
     def roster_row(self, run_id: str, kind: Kind, received: Any) -> RosterRow:
         return receiving.roster_row(self.tx, run_id, kind, received)
 
-    def restated(self, run_id: str, store_id: str, read_set_id: str) -> tuple[Figures, Contents | None]:
-        row = lookup.store_record(self.tx, run_id, store_id)
-        return restating.restated(self.tx.conn, row, read_sets.load(self.tx, read_set_id))
+    def restated(self, run_id: str, received: Any) -> tuple[Figures, Contents | None]:
+        row = receiving.row_of(self.tx, run_id, received)
+        return restating.restated(self.tx.conn, row, read_sets.load(self.tx, received.read_set_id))
 
 
 def apply_once(

@@ -56,7 +56,8 @@ def _db_now_us(dialect: str) -> ColumnElement[int]:
 
 
 def _add(dialect: str) -> Prepared:
-    """The insert of a new transfer; its lease, if it has an owner, runs `lease_us` on the database's clock."""
+    """The insert of a new transfer; its lease, if it has an owner, runs `lease_us` on the database's
+    clock."""
     leased = _db_now_us(dialect) + bindparam("lease_us", type_=BigInteger)
     values: dict[str, Any] = {name: bindparam(name) for name in (*_ASKED, *_MUTABLE)}
     return Prepared(_transfers.insert().values({**values, "lease_expires_us": leased}))
@@ -81,7 +82,9 @@ def _save(owner: bool, ended: bool) -> Counted:
     return Counted(update(_transfers).where(*conditions).values(values))
 
 
-_SAVE: dict[tuple[bool, bool], Counted] = {(owner, ended): _save(owner, ended) for owner in (False, True) for ended in (False, True)}
+_SAVE: dict[tuple[bool, bool], Counted] = {
+    (owner, ended): _save(owner, ended) for owner in (False, True) for ended in (False, True)
+}
 
 
 def now_us() -> int:
