@@ -68,14 +68,12 @@ class Held:
 
     row: Any
     read_set_id: str
+    # The row's head, read once (the handover's checks and events read it several times).
+    head: StoreHead
 
     @property
     def store_id(self) -> str:
         return str(self.row.store_id)
-
-    @property
-    def head(self) -> StoreHead:
-        return head_of(self.row)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,7 +103,7 @@ def held_for_handover(tx: Tx, run_id: str, agent_id: str) -> dict[Kind, Held]:
     params = {"run_id": run_id, "agent_id": agent_id}
     if tx.dialect.name == "postgresql":
         _HELD_LOCKED.all(tx, params)
-    return {Kind(row.kind): Held(row, row.read_set_id) for row in _HELD.rows(tx, params)}
+    return {Kind(row.kind): Held(row, row.read_set_id, head_of(row)) for row in _HELD.rows(tx, params)}
 
 
 def receive(
