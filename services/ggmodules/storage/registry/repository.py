@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, select, update
@@ -271,15 +272,17 @@ class RegistryUnit:
         self, successor: InstanceRecord, roster: Sequence[RosterRow], opening_note: str
     ) -> InstanceRecord:
         """Makes the successor visible and names it on its predecessor, whose roster never changes (R36)."""
+        encoded = encode_roster(roster)
         _COMPLETE_SUCCESSOR.execute(self.tx, {
-            "k_run_id": successor.run_id, "k_agent_id": successor.agent_id, "roster": encode_roster(roster),
+            "k_run_id": successor.run_id, "k_agent_id": successor.agent_id, "roster": encoded,
             "opening_note": opening_note,
         })
         _NAME_SUCCESSOR.execute(self.tx, {
             "k_run_id": successor.run_id, "k_agent_id": successor.reserved_for,
             "successor_agent_id": successor.agent_id,
         })
-        return self.instance(successor.run_id, successor.agent_id)
+        # The row as it now is (`successor` was read, locked, in this transaction), without reading it again.
+        return replace(successor, roster=decode_roster(encoded), opening_note=opening_note, pending=False)
 
     def release(self, run_id: str, agent_id: str) -> None:
         """Drops a reservation: it stays invisible, and its predecessor can be reserved again."""
