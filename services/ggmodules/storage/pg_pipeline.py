@@ -38,13 +38,14 @@ _LOST_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement th
 
 
 class Rows:
-    """A wanted statement's rows, read like a cursor's."""
+    """A wanted statement's rows, read like a cursor's, and how many rows it returned or changed."""
 
-    __slots__ = ("_at", "_rows")
+    __slots__ = ("_at", "_rows", "rowcount")
 
-    def __init__(self, rows: list[tuple[Any, ...]]) -> None:
+    def __init__(self, rows: list[tuple[Any, ...]], rowcount: int = -1) -> None:
         self._rows = rows
         self._at = 0
+        self.rowcount = rowcount
 
     def fetchall(self) -> list[tuple[Any, ...]]:
         rows, self._at = self._rows[self._at :], len(self._rows)
@@ -113,7 +114,8 @@ def send(
     t = session.transformer
     for result in results[first : first + len(wanted)]:
         t.set_pgresult(result)
-        out.append(Rows(t.load_rows(0, result.ntuples, tuple) if result.ntuples else []))
+        rows = t.load_rows(0, result.ntuples, tuple) if result.ntuples else []
+        out.append(Rows(rows, result.command_tuples if result.command_tuples is not None else -1))
     return out
 
 
