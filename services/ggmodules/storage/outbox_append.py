@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.fan_out_rows import KeyedRows, Row
+from ggmodules.storage.pg_outbox_append import OneEvent
 from ggmodules.storage.prepared import Prepared, Tx
 
 
@@ -78,6 +79,7 @@ class Appender:
         self._insert = Prepared(insert)
         self._keyed = KeyedRows(rows)
         self._insert_returning = Prepared(insert.returning(rows.c.origin_seq))
+        self._one_event = OneEvent(rows, heads)  # PostgreSQL, a transaction that defers
 
     def append(self, conn: Connection | Tx, event: event_pb2.Event) -> event_pb2.Event:
         """Appends `event` to its (run, agent) stream and reads back its origin_seq."""
@@ -94,9 +96,16 @@ class Appender:
         if not events:
             return
         tx = Tx.of(conn)
-        if len(events) == 1 and tx.dialect.name == "sqlite" and not isinstance(events[0], FanOutEntry):
-            self._append_one(tx, events[0])  # a write no other holder hears of: the common case
-            return
+        if len(events) == 1 and not isinstance(events[0], FanOutEntry):  # a write no other holder hears of
+            if self.deferred:  # numbered when the outbox is read: an insert, deferred when `tx` defers
+                self._append_one(tx, events[0])
+                return
+            if tx.deferred is not None:  # PostgreSQL, deferring: no round trip of its own
+                self._one_event.append(tx, self._stamped(events[0]))
+                return
+            if tx.dialect.name == "sqlite":  # the common case, without the bookkeeping for many
+                self._append_one(tx, events[0])
+                return
         rows = self._stamp(tx, events)
         if any(r.entry is not None for r in rows):
             self._keyed.insert(tx, rows)
@@ -104,7 +113,7 @@ class Appender:
         self._insert.many(tx, [_params(r) for r in rows])
 
     def _append_one(self, tx: Tx, e: event_pb2.Event) -> None:
-        """SQLite: `append_all` of one event, without the bookkeeping for many."""
+        """SQLite, or a deferred outbox: `append_all` of one event, without the bookkeeping for many."""
         run_id, agent_id = e.run_id, e.agent_id
         seq = 0  # deferred: numbered when the outbox is read
         if not self.deferred:
@@ -152,6 +161,13 @@ class Appender:
         if isinstance(entry, FanOutEntry):
             return Row(e.run_id, e.agent_id, 0, entry.payload(), entry)
         return Row(e.run_id, e.agent_id, 0, e.SerializeToString())
+
+    def _stamped(self, e: event_pb2.Event) -> event_pb2.Event:
+        """Sets origin and time (stream_seq is the database's, pg_outbox_append.py)."""
+        e.origin = self.origin
+        if not e.HasField("time"):
+            e.time.seconds, e.time.nanos = divmod(time.time_ns(), 1_000_000_000)
+        return e
 
     def reserved(self, tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The last seq reserved on each stream, `counts[stream]` of them."""

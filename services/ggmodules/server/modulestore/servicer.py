@@ -119,7 +119,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
             key,
             lambda unit: convert.write_response(write(unit, run_id, agent_id, store_id, op, limits)),
             svc.WriteResponse,
-            order=(run_id, store_id),
+            order=(run_id, store_id, agent_id),
         )
 
     async def GetStore(
