@@ -71,6 +71,10 @@ class Outbox:
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
 
     @property
+    def rows(self) -> Table:
+        return self._rows
+
+    @property
     def table_name(self) -> str:
         return str(self._rows.name)
 

@@ -34,6 +34,7 @@ from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.outbox_pinned import PinnedFeed
 
 T = TypeVar("T")
 SERVICE_NAME = svc.DESCRIPTOR.services_by_name["ModuleStoreService"].full_name
@@ -54,12 +55,15 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     run = run_inline if inline else run_in_thread
     # SQLite: pruning runs inline too, on the pinned connection, in batches short enough not to be felt.
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read)
+    pinned = repo.transactions.pinned_dbapi
+    feed = PinnedFeed(pinned, repo.outbox.rows, repo.positions) if pinned is not None else None
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, feed)
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
-    # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once.
-    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify)
+    # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once. This
+    # replica's own commits signal as they commit: their NOTIFY would only make every watcher read again.
+    listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify, skip_own=True)
     embedder = load_embedder(config.semantic)
     servicer = ModuleStoreServicer(repo, run_inline if inline else run_in_thread, embedder)
     internal = ModuleStoreInternalServicer(servicer)
