@@ -42,4 +42,7 @@ def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str
     params: dict[str, Any] = {}
     for i, (key, v) in enumerate([*sets.items(), *raises.items()]):
         params[f"k{i}"], params[f"v{i}"] = key, v
-    conn.execute(_STATEMENTS[shape], params)
+    if postgres:
+        conn.execute(_STATEMENTS[shape], params)
+    else:  # sqlite3 takes the same named parameters: no Core execution on an event's way
+        conn.connection.dbapi_connection.execute(str(_STATEMENTS[shape]), params)  # type: ignore[union-attr]

@@ -85,6 +85,9 @@ class TelemetryRepository:
         # memory.
         self._shared = engine.dialect.name == "postgresql"
         self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
+        # SQLite: every write of the log (under `_lock`, one at a time) runs on one connection kept open, as
+        # ModuleStore's do: no pool checkout on an event's way to its subscribers.
+        self._pinned = None if self._shared else engine.connect()
         self._bounds = RetentionBounds(retention)
         self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
         self._refreshing = threading.Lock()
@@ -127,7 +130,7 @@ class TelemetryRepository:
             self._pending, self._pending_pruned, self._raises = [], 0, {}
             stored, stored_bytes = self._stored, self._stored_bytes
             try:
-                with self.engine.begin() as conn:
+                with self._transaction() as conn:
                     if self._shared:
                         conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
                         extra = [f"origin/{origin}"] if origin else []
@@ -147,6 +150,15 @@ class TelemetryRepository:
                 raise
             self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        if self._pinned is None:
+            with self.engine.begin() as conn:
+                yield conn
+        else:
+            with self._pinned.begin():
+                yield self._pinned
 
     def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
         """Hands what this process committed to the recent-events cache when it follows on from the cache's
@@ -301,6 +313,8 @@ class TelemetryRepository:
             return head, meta.value(conn, PRUNED_THROUGH)
 
     def close(self) -> None:
+        if self._pinned is not None:
+            self._pinned.close()
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
