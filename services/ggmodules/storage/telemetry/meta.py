@@ -19,6 +19,7 @@ def value(conn: Connection, key: str) -> int:
 
 # One plain statement per shape (dialect, keys set, keys raised): nothing compiled per write.
 _STATEMENTS: dict[tuple[bool, int, int], Any] = {}
+_SQL: dict[tuple[bool, int, int], str] = {}
 
 
 def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str, int] | None = None) -> None:
@@ -35,14 +36,13 @@ def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str
         larger = "greatest" if postgres else "max"  # scalar max on SQLite
         update = (f"CASE WHEN tel_meta.key IN ({raised}) THEN {larger}(tel_meta.value, excluded.value) "
                  "ELSE excluded.value END") if raises else "excluded.value"  # fmt: skip
-        _STATEMENTS[shape] = text(
-            f"INSERT INTO tel_meta (key, value) VALUES {rows} "
-            f"ON CONFLICT (key) DO UPDATE SET value = {update}"
-        )
+        _SQL[shape] = (f"INSERT INTO tel_meta (key, value) VALUES {rows} "
+                       f"ON CONFLICT (key) DO UPDATE SET value = {update}")  # fmt: skip
+        _STATEMENTS[shape] = text(_SQL[shape])
     params: dict[str, Any] = {}
     for i, (key, v) in enumerate([*sets.items(), *raises.items()]):
         params[f"k{i}"], params[f"v{i}"] = key, v
     if postgres:
         conn.execute(_STATEMENTS[shape], params)
     else:  # sqlite3 takes the same named parameters: no Core execution on an event's way
-        conn.connection.dbapi_connection.execute(str(_STATEMENTS[shape]), params)  # type: ignore[union-attr]
+        conn.connection.dbapi_connection.execute(_SQL[shape], params)  # type: ignore[union-attr]

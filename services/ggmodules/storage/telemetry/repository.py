@@ -156,9 +156,24 @@ class TelemetryRepository:
         if self._pinned is None:
             with self.engine.begin() as conn:
                 yield conn
-        else:
-            with self._pinned.begin():
-                yield self._pinned
+            return
+        # Begun on the DBAPI connection itself, as ModuleStore's are (modulestore/transaction.py): a Core
+        # statement joins it (storage/engine.py) and SQLAlchemy then ends it.
+        pinned, raw = self._pinned, self._pinned.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            yield pinned
+            if pinned.in_transaction():
+                pinned.commit()
+            else:
+                raw.execute("COMMIT")
+        except BaseException:  # the body, or a COMMIT that failed (busy): nothing of it stays
+            if pinned.in_transaction():
+                pinned.rollback()
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            raise
 
     def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
         """Hands what this process committed to the recent-events cache when it follows on from the cache's
