@@ -33,6 +33,7 @@ from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
+from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.storage.outbox_pinned import PinnedFeed
 
@@ -57,7 +58,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     # SQLite: pruning runs inline too, on the pinned connection, in batches short enough not to be felt.
     pinned = repo.transactions.pinned_dbapi
     feed = PinnedFeed(pinned, repo.outbox.rows, repo.positions) if pinned is not None else None
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, feed)
+    # PostgreSQL: the watchers read on one connection kept out of the pool, each statement on its own.
+    kept = None if inline else KeptConnection(engine, autocommit=True)
+    reading = repo.read if kept is None else kept.read
+    outbox = OutboxServicer(repo.outbox, reading, repo.committed, run, repo.positions, repo.read, feed)
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
@@ -80,6 +84,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         await housekeeper.stop()
         if listener is not None:
             listener.stop()
+        if kept is not None:
+            kept.close()
         repo.close()
 
     return Service(
