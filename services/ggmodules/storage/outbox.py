@@ -64,7 +64,7 @@ class Outbox:
 
     def __init__(self, origin: str, row: type[OutboxRow], head: type[StreamHeadRow]) -> None:
         self.origin = origin
-        self._rows = row.__table__  # type: ignore[attr-defined]
+        self._rows: Table = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
         self._appender = Appender(origin, self._rows, self._heads)
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.

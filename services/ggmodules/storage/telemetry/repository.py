@@ -348,7 +348,7 @@ def _locked_meta(conn: Connection, keys: list[str]) -> dict[str, int]:
     raw = conn.connection.dbapi_connection
     assert raw is not None
     lock, read = raw.cursor(), raw.cursor()
-    with raw.pipeline():  # type: ignore[attr-defined]
+    with raw.pipeline():
         lock.execute(_LOCK, (_LOCK_KEY,))
         read.execute(_META, (keys,))
     return {str(k): int(v) for k, v in read.fetchall()}
