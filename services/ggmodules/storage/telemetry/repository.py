@@ -139,7 +139,9 @@ class TelemetryRepository:
                     self._prune(conn)
                     counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
                     moved = self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes)
-                    meta.write(conn, counts if moved else {}, self._raises)
+                    # PostgreSQL: with the COMMIT in one round trip (the block's own COMMIT sends nothing).
+                    write = meta.write_and_commit if self._shared else meta.write
+                    write(conn, counts if moved else {}, self._raises)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
