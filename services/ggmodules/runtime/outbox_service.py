@@ -40,6 +40,7 @@ from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
 from ggmodules.storage.outbox_pinned import PinnedFeed
+from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
 SERVICE_NAME = internal_pb.DESCRIPTOR.services_by_name["OutboxService"].full_name
@@ -82,13 +83,16 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         heartbeat = heartbeat_seconds(request.heartbeat_ms)
         after = max(request.after_origin_seq, 0)
         feed = OutboxFeed(self._outbox)
+        pipelined = PipelinedFeed(self._outbox, self._positions)
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
             if self._pinned is not None and self._pinned.usable:
                 page = self._pinned.read(after, BATCH)
             else:
-                page = await self._run(self._reading, lambda conn, after=after: self._read(feed, conn, after))
+                page = await self._run(
+                    self._reading, lambda conn, after=after: self._read(feed, pipelined, conn, after)
+                )
             if page.events:
                 yield pb.WatchOutboxResponse(events=page.events, head_origin_seq=page.head)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
@@ -100,7 +104,9 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 
-    def _read(self, feed: OutboxFeed, conn: Connection, after: int) -> OutboxPage:
+    def _read(self, feed: OutboxFeed, pipelined: PipelinedFeed, conn: Connection, after: int) -> OutboxPage:
+        if conn.dialect.name == "postgresql":  # the frontier, the page and the pruning point at once
+            return pipelined.read(conn, after, BATCH)
         page = feed.read(conn, after, BATCH)
         return self._positions.check(conn, after, page)  # after the rows: a prune between the two is seen
 

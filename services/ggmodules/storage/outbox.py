@@ -123,6 +123,11 @@ class Outbox:
 
 
 _NO_END = 2**63 - 1
+
+
+def page_statement(rows: Table, *, postgres: bool) -> Select[Any]:
+    """The page read of `Outbox.read` (not filtered by run): parameters after, through, limit, max_bytes."""
+    return (_summed if postgres else _stepped)(rows, False)
 # What a read returns: (origin_seq, payload) pairs in order, the outbox head if any row was read, and
 # whether the page was cut by its count or byte bound.
 _Found = tuple[list[tuple[int, bytes]], int | None, bool]

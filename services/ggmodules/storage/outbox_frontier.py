@@ -34,7 +34,7 @@ from ggmodules.storage.outbox import Outbox, OutboxPage
 # table, its sequence and the database are given by oid (`_OIDS`, read once): a name cast to regclass in the
 # lock scan's filter is looked up again for every lock row, which made this read cost several times a plain
 # query.
-_DRAWN_THEN_WRITERS = text(
+DRAWN_THEN_WRITERS = text(
     "SELECT d.drawn, ARRAY("
     "  SELECT l.virtualtransaction FROM pg_locks l"
     "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
@@ -69,12 +69,20 @@ class Frontier:
         self._barriers: deque[_Barrier] = deque()
         self._oids: dict[str, int] | None = None
 
-    def advance(self, conn: Connection) -> tuple[int, bool]:
-        """(every origin_seq up to this is final, whether numbers beyond it are still outstanding)."""
+    def oids(self, conn: Connection) -> dict[str, int]:
+        """The parameters of DRAWN_THEN_WRITERS: the table's, its sequence's and the database's oids."""
         if self._oids is None:
             found = conn.execute(_OIDS, {"table": self._table}).one()._mapping
             self._oids = {key: int(value) for key, value in found.items()}
-        last, holding = conn.execute(_DRAWN_THEN_WRITERS, self._oids).one()
+        return self._oids
+
+    def advance(self, conn: Connection) -> tuple[int, bool]:
+        """(every origin_seq up to this is final, whether numbers beyond it are still outstanding)."""
+        last, holding = conn.execute(DRAWN_THEN_WRITERS, self.oids(conn)).one()
+        return self.moved(last, holding)
+
+    def moved(self, last: int | None, holding: list[str]) -> tuple[int, bool]:
+        """`advance`, given what DRAWN_THEN_WRITERS returned."""
         drawn, writers = int(last or 0), frozenset(holding)
         # A barrier none of whose writers still holds the lock: everything it drew is final.
         for barrier in self._barriers:
