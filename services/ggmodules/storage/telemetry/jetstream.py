@@ -113,7 +113,7 @@ class JetStreamEventLog:
         # its own copy of a message).
         self._decoded = Decoded()
         # The newest events, held once for every caught-up subscription (jetstream_tail.py).
-        self._tail = Tail(retention)
+        self._tail = Tail(retention, repo.recent.max_bytes)  # bounded as the SQL log's cache
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 

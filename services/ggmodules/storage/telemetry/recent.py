@@ -95,6 +95,10 @@ class RecentEvents:
             return self._head
 
     @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
+
+    @property
     def held(self) -> tuple[int, int]:
         """(events, bytes) held now."""
         with self._lock:
