@@ -188,10 +188,18 @@ class Guard:
 
 def _field(request: Any, path: str) -> Any:
     """A request field by name; a dotted name reads into a message field (`write.agent_id`)."""
+    if "." not in path:
+        return getattr(request, path, "")
+    names = _PATHS.get(path)
+    if names is None:
+        names = _PATHS[path] = tuple(path.split("."))
     value = request
-    for name in path.split("."):
+    for name in names:
         value = getattr(value, name, "")
     return value
+
+
+_PATHS: dict[str, tuple[str, ...]] = {}  # a dotted field name, split once
 
 
 def _require_acting(rule: Rule, request: Any) -> None:

@@ -25,6 +25,7 @@ which answers it in its place: one bad message does not end the stream.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import time
 import uuid
@@ -60,12 +61,17 @@ class Undecodable:
 
 
 class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
+    """Wraps each method's handler once (the first call of the method builds the wrapper, every later call
+    is handed the same one): what differs between calls, their metadata, is read from the call's context."""
+
     def __init__(
         self, log: structlog.typing.FilteringBoundLogger, max_response_bytes: int, guard: Guard | None = None
     ) -> None:
         self._log = log
         self._max_response_bytes = max_response_bytes
         self._guard = guard
+        # method -> (the handler it was served by, the wrapped handler)
+        self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
     async def intercept_service(
         self,
@@ -76,10 +82,16 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         if handler is None:
             return None
         method = details.method
-        if method.startswith(("/grpc.health", "/grpc.reflection")):
-            return handler
-        meta = dict(details.invocation_metadata or ())
-        call_id = str(meta.get(REQUEST_ID_HEADER) or f"{_CALL_PREFIX}{next(_CALLS):08x}")
+        cached = self._wrapped.get(method)
+        if cached is not None and cached[0] is handler:
+            return cached[1]
+        wrapped = handler
+        if not method.startswith(("/grpc.health", "/grpc.reflection")):
+            wrapped = self._wrap(method, handler)
+        self._wrapped[method] = (handler, wrapped)
+        return wrapped
+
+    def _wrap(self, method: str, handler: grpc.RpcMethodHandler) -> grpc.RpcMethodHandler:
         log = self._log
         decode = _decoder(handler.request_deserializer)
         encode = _encoder(handler.response_serializer, method, self._max_response_bytes)
@@ -90,7 +102,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             inner = handler.unary_unary
 
             async def unary(request: Any, context: grpc.aio.ServicerContext) -> Any:
-                structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
+                meta = dict(context.invocation_metadata() or ())
+                bound = _bind_call(meta, method)
                 started = time.perf_counter()
                 token = None
                 try:
@@ -104,7 +117,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                     if token is not None:
                         unbind_principal(token)
                     log.debug("call", ms=round((time.perf_counter() - started) * 1000, 3))
-                    structlog.contextvars.clear_contextvars()
+                    _unbind_call(bound)
 
             return grpc.unary_unary_rpc_method_handler(
                 unary, request_deserializer=decode, response_serializer=_as_is
@@ -114,7 +127,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             inner_stream = handler.unary_stream
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-                structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
+                meta = dict(context.invocation_metadata() or ())
+                bound = _bind_call(meta, method)
                 token = None
                 try:
                     token = _check(guard, method, rule, meta, request)
@@ -127,7 +141,7 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     if token is not None:
                         unbind_principal(token)
-                    structlog.contextvars.clear_contextvars()
+                    _unbind_call(bound)
 
             return grpc.unary_stream_rpc_method_handler(
                 stream, request_deserializer=decode, response_serializer=_as_is
@@ -138,7 +152,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
             async def bidi(
                 requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
             ) -> AsyncIterator[Any]:
-                structlog.contextvars.bind_contextvars(call_id=call_id, method=method)
+                meta = dict(context.invocation_metadata() or ())
+                bound = _bind_call(meta, method)
                 token = None
                 try:
                     who = None
@@ -155,12 +170,24 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 finally:
                     if token is not None:
                         unbind_principal(token)
-                    structlog.contextvars.clear_contextvars()
+                    _unbind_call(bound)
 
             return grpc.stream_stream_rpc_method_handler(
                 bidi, request_deserializer=decode, response_serializer=_as_is
             )
         return handler
+
+
+def _bind_call(meta: dict[str, Any], method: str) -> Any:
+    """Binds the call's request id and method for every log line of the call (structlog contextvars)."""
+    call_id = meta.get(REQUEST_ID_HEADER) or f"{_CALL_PREFIX}{next(_CALLS):08x}"
+    return structlog.contextvars.bind_contextvars(call_id=str(call_id), method=method)
+
+
+def _unbind_call(bound: Any) -> None:
+    # A stream's last step may run in another context; that context ends with the call anyway.
+    with contextlib.suppress(ValueError):
+        structlog.contextvars.reset_contextvars(**bound)
 
 
 @dataclass(frozen=True, slots=True)

@@ -90,11 +90,25 @@ class Appender:
         if not events:
             return
         tx = Tx.of(conn)
+        if len(events) == 1 and tx.dialect.name == "sqlite" and not isinstance(events[0], FanOutEntry):
+            self._append_one(tx, events[0])  # a write no other holder hears of: the common case
+            return
         rows = self._stamp(tx, events)
         if any(r.entry is not None for r in rows):
             self._keyed.insert(tx, rows)
             return
         self._insert.many(tx, [_params(r) for r in rows])
+
+    def _append_one(self, tx: Tx, e: event_pb2.Event) -> None:
+        """SQLite: `append_all` of one event, without the bookkeeping for many."""
+        run_id, agent_id = e.run_id, e.agent_id
+        seq = int(self._reserve_one.scalar(tx, {"run_id": run_id, "agent_id": agent_id, "n": 1}))
+        e.origin = self.origin
+        e.stream_seq = seq
+        if not e.HasField("time"):
+            e.time.seconds, e.time.nanos = divmod(time.time_ns(), 1_000_000_000)
+        params = {"run_id": run_id, "agent_id": agent_id, "stream_seq": seq, "payload": e.SerializeToString()}
+        self._insert.execute(tx, params)
 
     def _stamp(self, tx: Tx, events: Sequence[event_pb2.Event | FanOutEntry]) -> list[Row]:
         """Reserves the events' stream seqs and sets origin, stream_seq and time: their rows, in order."""

@@ -48,6 +48,8 @@ class Prepared:
     def __init__(self, statement: Executable) -> None:
         self.statement = statement
         self._compiled: dict[str, tuple[str, Sequence[str] | None, dict[str, Any]]] = {}
+        # The last dialect run on and its compiled form, as `_cursor` reads them on every execution.
+        self._last: tuple[Dialect | None, str, Sequence[str] | None, dict[str, Any]] = (None, "", None, {})
 
     def _compile(self, dialect: Dialect) -> tuple[str, Sequence[str] | None, dict[str, Any]]:
         found = self._compiled.get(dialect.name)
@@ -69,10 +71,16 @@ class Prepared:
         return [params[k] for k in order] if order is not None else params
 
     def _cursor(self, conn: Connection | Tx, params: Mapping[str, Any]) -> Any:
-        tx = Tx.of(conn)
-        sql, order, defaults = self._compile(tx.dialect)
+        tx = conn if type(conn) is Tx else Tx.of(conn)
+        dialect, sql, order, defaults = self._last
+        if dialect is not tx.dialect:
+            sql, order, defaults = self._compile(tx.dialect)
+            self._last = (tx.dialect, sql, order, defaults)
         cursor = tx.cursor()
-        cursor.execute(sql, self._args(order, defaults, params))
+        if order is not None and not defaults:  # positional (SQLite): the common case, without a merge
+            cursor.execute(sql, [params[k] for k in order])
+        else:
+            cursor.execute(sql, self._args(order, defaults, params))
         return cursor
 
     def execute(self, conn: Connection | Tx, params: Mapping[str, Any]) -> None:

@@ -31,6 +31,7 @@ from ggmodules.core.vocabulary import (
 )
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.wire.modulestore_fill import fill_figures, fill_history
 
 # ---- requests -> domain ------------------------------------------------------------------------------
 
@@ -255,19 +256,9 @@ def search_response(page: SearchPage) -> svc.SearchArchiveResponse:
 def contents_pb(contents: c.Contents) -> module_pb2.ModuleContents:
     match contents:
         case c.HistoryContents():
-            return module_pb2.ModuleContents(
-                history=module_pb2.HistoryContents(
-                    system_prompt=contents.system_prompt,
-                    system_prompt_set=contents.system_prompt_set,
-                    messages=[message_pb(m) for m in contents.messages],
-                    open_views=[module_pb2.Block(id=b.id, content=b.content) for b in contents.open_views],
-                    pinned_blocks=[
-                        module_pb2.Block(id=b.id, content=b.content) for b in contents.pinned_blocks
-                    ],
-                    turn=contents.turn,
-                    message_count=contents.message_count,
-                )
-            )
+            pb = module_pb2.ModuleContents()
+            fill_history(pb.history, contents)
+            return pb
         case c.MemoriesContents():
             return module_pb2.ModuleContents(
                 memories=module_pb2.MemoriesContents(
@@ -366,15 +357,16 @@ def handover_response(rows: list[RosterRow], results: list[KindResult]) -> svc.H
 
 
 def write_response(r: WriteResult) -> svc.WriteResponse:
-    return svc.WriteResponse(
+    response = svc.WriteResponse(
         store_id=r.store_id,
-        figures=figures_pb(r.figures),
         task_id=r.task_id,
         issue_id=r.issue_id,
         thread_id=r.thread_id,
         last_seq=r.last_seq,
         turn=r.turn,
     )
+    fill_figures(response.figures, r.figures)
+    return response
 
 
 def store_response(v: StoreView) -> svc.GetStoreResponse:

@@ -3,9 +3,9 @@ built by its use cases (ggmodules.usecases.modulestore), appended by storage as 
 
 from __future__ import annotations
 
-from ggmodules.common.v1 import common_pb2, event_pb2
+from ggmodules.common.v1 import common_pb2, event_pb2, module_pb2
 from ggmodules.core.kinds import Kind
-from ggmodules.core.modules.contents import Contents
+from ggmodules.core.modules.contents import Contents, HistoryContents
 from ggmodules.core.modules.figures import Figures
 from ggmodules.core.roster import Caps, RosterRow
 from ggmodules.core.vocabulary import Cause, Origin, Outcome
@@ -17,6 +17,7 @@ from ggmodules.wire.modulestore import (
     origin_pb,
     roster_row_pb,
 )
+from ggmodules.wire.modulestore_fill import fill_figures, fill_history
 
 # Kinds whose snapshots carry no contents (R44): their contents are read off the holder's stream.
 NO_SNAPSHOT_CONTENTS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
@@ -25,14 +26,22 @@ NO_SNAPSHOT_CONTENTS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
 def write_event(
     run_id: str, agent_id: str, kind: Kind, store_id: str, op: str, figures: Figures, delta: Contents
 ) -> event_pb2.Event:
-    """The writer's own event (R28)."""
-    return event_pb2.Event(
-        run_id=run_id,
-        agent_id=agent_id,
-        kind=kind_pb(kind),
-        store_id=store_id,
-        write=event_pb2.WriteEvent(op=op, figures=figures_pb(figures), delta=contents_pb(delta)),
-    )
+    """The writer's own event (R28), built in place (it is on every write's path)."""
+    event = event_pb2.Event(run_id=run_id, agent_id=agent_id, kind=kind_pb(kind), store_id=store_id)
+    write = event.write
+    write.SetInParent()
+    write.op = op
+    fill_figures(write.figures, figures)
+    fill_contents(write.delta, delta)
+    return event
+
+
+def fill_contents(target: module_pb2.ModuleContents, contents: Contents) -> None:
+    """`contents_pb(contents)` written into `target`: a window's contents (an append's delta) in place."""
+    if isinstance(contents, HistoryContents):
+        fill_history(target.history, contents)
+    else:
+        target.CopyFrom(contents_pb(contents))
 
 
 def snapshot_event(

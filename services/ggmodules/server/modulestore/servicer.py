@@ -99,11 +99,12 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     async def Write(self, request: svc.WriteRequest, context: grpc.aio.ServicerContext) -> svc.WriteResponse:
         return await self.write(request)
 
-    async def Session(
+    def Session(
         self, requests: AsyncIterator[Any], context: grpc.aio.ServicerContext
     ) -> AsyncIterator[svc.SessionResponse]:
-        async for answer in session.answers(requests, self.write):
-            yield answer
+        # The answers' generator itself, not one more generator around it: the call interceptor (always
+        # installed, runtime/server.py) iterates it.
+        return session.answers(requests, self.write)
 
     async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
         """A write, from the unary Write or each of a Session's: checked, then the write use case

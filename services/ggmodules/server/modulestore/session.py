@@ -29,33 +29,38 @@ _log = structlog.get_logger("ggmodules.session")
 
 async def answers(requests: AsyncIterator[Any], write: Write) -> AsyncIterator[svc.SessionResponse]:
     """One answer per message of `requests`, in order: the write's response, or its refusal."""
+    log = _log.bind()  # resolved once per stream: the module's lazy logger resolves itself on every use
     seq = 0
     async for message in requests:
         seq += 1
-        yield await _answer(message, seq, write)
+        yield await _answer(message, seq, write, log)
 
 
-async def _answer(message: svc.SessionRequest | Refused, seq: int, write: Write) -> svc.SessionResponse:
+async def _answer(
+    message: svc.SessionRequest | Refused, seq: int, write: Write, log: structlog.typing.FilteringBoundLogger
+) -> svc.SessionResponse:
     if isinstance(message, Refused):
         request_id = message.request.write.request_id if message.request is not None else ""
-        return _refused(request_id, seq, message.error)
+        return _refused(request_id, seq, message.error, log)
     request = message.write
     if message.WhichOneof("item") != "write":
-        return _refused("", seq, missing("write"))
+        return _refused("", seq, missing("write"), log)
     started = time.perf_counter()
     try:
         written = await write(request)
     except Exception as exc:
-        refusal = refusal_of(exc, _log)
+        refusal = refusal_of(exc, log)
         if refusal is None:
             raise  # a defect: the interceptor ends the stream INTERNAL and logs it
-        return _refused(request.request_id, seq, refusal)
+        return _refused(request.request_id, seq, refusal, log)
     finally:
-        _log.debug("session write", message_seq=seq, ms=round((time.perf_counter() - started) * 1000, 3))
+        log.debug("session write", message_seq=seq, ms=round((time.perf_counter() - started) * 1000, 3))
     return svc.SessionResponse(request_id=request.request_id, message_seq=seq, written=written)
 
 
-def _refused(request_id: str, seq: int, error: DomainError) -> svc.SessionResponse:
-    _log.info("refused", reason=error.reason.value, code=error.code.value, message_seq=seq,
-              message=error.message[:500])
+def _refused(
+    request_id: str, seq: int, error: DomainError, log: structlog.typing.FilteringBoundLogger
+) -> svc.SessionResponse:
+    log.info("refused", reason=error.reason.value, code=error.code.value, message_seq=seq,
+             message=error.message[:500])
     return svc.SessionResponse(request_id=request_id, message_seq=seq, refused=status_message(error))

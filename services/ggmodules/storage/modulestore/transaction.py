@@ -18,6 +18,7 @@ from ggmodules.storage.idempotency import RequestKey, RequestLog
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit, apply_once
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.prepared import Tx
+from ggmodules.storage.sqlite_checkpoints import Checkpointer
 
 M = TypeVar("M", bound=Message)
 T = TypeVar("T")
@@ -44,6 +45,9 @@ class Transactions:
         self.retries = retries
         self._pinned = engine.connect() if pinned else None
         self._raw = self._pinned.connection.dbapi_connection if self._pinned is not None else None
+        # SQLite on one pinned connection: WAL checkpoints on a thread of their own, not inside the COMMITs
+        # on the event loop (storage/sqlite_checkpoints.py).
+        self._checkpoints = _checkpointer(engine, self._raw)
 
     @property
     def pinned(self) -> Connection | None:
@@ -62,6 +66,8 @@ class Transactions:
         else:
             with self._pinned.begin():
                 yield self._pinned
+            if self._checkpoints is not None:
+                self._checkpoints.committed()
 
     def open(self, conn: Connection | None = None) -> tuple[Tx, Callable[[bool], None]]:
         """Begins a mutation's transaction: its Tx and how it ends (True: COMMIT, False: ROLLBACK, which
@@ -70,7 +76,7 @@ class Transactions:
         DBAPI connection itself, which skips SQLAlchemy's per-transaction bookkeeping when the mutation runs
         only prepared statements (a write); a Core statement joins it (storage/engine.py), and SQLAlchemy
         then ends it."""
-        pinned, raw = self._pinned, self._raw
+        pinned, raw, checkpoints = self._pinned, self._raw, self._checkpoints
         if conn is None and pinned is not None and raw is not None:
             raw.execute("BEGIN IMMEDIATE")
 
@@ -80,6 +86,8 @@ class Transactions:
                         pinned.commit()
                     else:
                         raw.execute("COMMIT")
+                    if checkpoints is not None:
+                        checkpoints.committed()
                     return
                 if pinned.in_transaction():
                     pinned.rollback()
@@ -144,6 +152,16 @@ class Transactions:
             return self.apply(tx, key, apply, response_type)
 
     def close(self) -> None:
+        if self._checkpoints is not None:
+            self._checkpoints.close()
         if self._pinned is not None:
             self._pinned.close()
         self.engine.dispose()
+
+
+def _checkpointer(engine: Engine, raw: Any) -> Checkpointer | None:
+    """A checkpoint thread for a pinned connection to a SQLite file; None otherwise."""
+    database = engine.url.database
+    if raw is None or engine.dialect.name != "sqlite" or database in (None, "", ":memory:"):
+        return None
+    return Checkpointer(database, raw)
