@@ -61,6 +61,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         if listener is not None:
             listener.stop()
         await binder.close()
+        repo.close()
         engine.dispose()
 
     return Service(

@@ -57,7 +57,7 @@ def build_service(
     async def on_stop() -> None:
         await resumer.stop()
         await calls.close()
-        engine.dispose()
+        repo.close()
 
     return Service(
         name="transfer",

@@ -81,25 +81,36 @@ class Leases:
     @contextlib.asynccontextmanager
     async def held(self, transfer_id: str) -> AsyncIterator[Holding]:
         """Renews the lease while the body drives the transfer; releases it afterwards unless the transfer
-        ended (a no-op when another replica holds it)."""
+        ended (a no-op when another replica holds it). The renewing starts a third of the lease in: a
+        transfer that ends sooner (nearly all of them) leaves only a timer to cancel."""
         holding = Holding(transfer_id)
-        renewing = asyncio.get_running_loop().create_task(self._renew(holding), name=f"lease-{transfer_id}")
+        loop = asyncio.get_running_loop()
+        renewing: list[asyncio.Task[None]] = []
+
+        def start() -> None:
+            renewing.append(loop.create_task(self._renew(holding), name=f"lease-{transfer_id}"))
+
+        timer = loop.call_later(self.terms.seconds / 3, start)
         try:
             yield holding
         finally:
-            renewing.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await renewing
+            timer.cancel()
+            for task in renewing:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
             if not holding.ended:
                 with contextlib.suppress(Exception):  # unreachable database: the lease simply expires
                     await self.release(transfer_id)
 
     async def _renew(self, holding: Holding) -> None:
+        """Renews now, then every third of the lease, until the lease is lost (or the task cancelled)."""
         while not holding.lost:
-            await asyncio.sleep(self.terms.seconds / 3)
             try:
                 if not await self.take(holding.transfer_id):
                     holding.lost = True
+                    return
             except Exception as err:  # the database is away: try again; the save fences a stale holder
                 self._log.warning("cannot renew a transfer lease", transfer_id=holding.transfer_id,
                                   error=str(err).splitlines()[0] if str(err) else "")
+            await asyncio.sleep(self.terms.seconds / 3)

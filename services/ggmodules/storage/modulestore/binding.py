@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import select
+from sqlalchemy import bindparam, select
 from sqlalchemy.engine import Connection
 
 from ggmodules.core.errors import FailedPrecondition, NotFound, Reason
@@ -21,12 +21,21 @@ from ggmodules.core.modules.store import StoreHead
 from ggmodules.core.roster import Binding, BindPlan
 from ggmodules.core.vocabulary import BindAction, MemoryStrategy, Origin
 from ggmodules.storage.modulestore import read_sets
-from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, head_of, store_row
+from ggmodules.storage.modulestore.lookup import AGENTS, HOLDERS, STORES, head_of, store_record, store_row
 from ggmodules.storage.modulestore.minting import mint_id, name_store, named_store
+from ggmodules.storage.prepared import Prepared, Tx
 
 LOG_KINDS = frozenset({Kind.HISTORY, Kind.ARCHIVE})
-# A new holder row, its values given at execution (the statement is built once).
-_HOLD = HOLDERS.insert()
+# A new holder row and a new agent, prepared (storage.prepared).
+_HOLD = Prepared(HOLDERS.insert().values({
+    c: bindparam(c)
+    for c in (
+        "run_id", "store_id", "agent_id", "kind", "origin", "may_write", "active", "watermark", "read_set_id",
+    )
+}))
+_ADD_AGENT = Prepared(AGENTS.insert().values({
+    c: bindparam(c) for c in ("run_id", "agent_id", "profile", "parent_agent_id", "cause")
+}))
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,15 +112,16 @@ def join_named(conn: Connection, run_id: str, b: Binding) -> tuple[str, StoreHea
     return store_id, head
 
 
-def catalogue_of(conn: Connection, run_id: str, b: Binding) -> tuple[str, StoreHead]:
+def catalogue_of(conn: Connection | Tx, run_id: str, b: Binding) -> tuple[str, StoreHead]:
     """The skills catalogue of `b`'s directory: one store per directory key per run (R16)."""
     directory = b.skills_directory or b.named_key.removeprefix("skills/")
     key = catalogue_key(directory)
     found = named_store(conn, run_id, key)
     if found is not None:
-        return found, head_of(store_row(conn, run_id, found))
-    store_id, head = mint_store(conn, run_id, b, directory=directory)
-    name_store(conn, run_id, key, store_id)
+        return found, head_of(store_record(conn, run_id, found))
+    core = conn.conn if isinstance(conn, Tx) else conn
+    store_id, head = mint_store(core, run_id, b, directory=directory)
+    name_store(core, run_id, key, store_id)
     return store_id, head
 
 
@@ -175,7 +185,7 @@ def mint_store(
 
 
 def hold(
-    conn: Connection,
+    conn: Connection | Tx,
     run_id: str,
     store_id: str,
     agent_id: str,
@@ -185,8 +195,8 @@ def hold(
     read_set_id: str = "",
 ) -> None:
     """The new holder's watermark starts at the store's head (R13)."""
-    conn.execute(
-        _HOLD,
+    _HOLD.execute(
+        conn,
         {
             "run_id": run_id, "store_id": store_id, "agent_id": agent_id, "kind": int(b.kind),
             "origin": int(origin), "may_write": b.may_write, "active": True, "watermark": head.figures.writes,
@@ -196,10 +206,9 @@ def hold(
 
 
 def add_agent(
-    conn: Connection, run_id: str, agent_id: str, profile: str, cause: str, parent_agent_id: str
+    conn: Connection | Tx, run_id: str, agent_id: str, profile: str, cause: str, parent_agent_id: str
 ) -> None:
-    conn.execute(
-        AGENTS.insert().values(
-            run_id=run_id, agent_id=agent_id, profile=profile, parent_agent_id=parent_agent_id, cause=cause
-        )
-    )
+    _ADD_AGENT.execute(conn, {
+        "run_id": run_id, "agent_id": agent_id, "profile": profile, "parent_agent_id": parent_agent_id,
+        "cause": str(cause),
+    })

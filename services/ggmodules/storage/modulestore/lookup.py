@@ -14,6 +14,7 @@ from ggmodules.core.modules.store import StoreHead
 from ggmodules.core.roster import Caps
 from ggmodules.core.vocabulary import MemoryStrategy
 from ggmodules.storage.modulestore.tables import MsAgent, MsHolder, MsStore
+from ggmodules.storage.named import NamedPrepared
 from ggmodules.storage.prepared import Prepared, Tx
 
 STORES: Table = MsStore.__table__  # type: ignore[attr-defined]
@@ -101,6 +102,17 @@ def not_a_holder(
 
 def store_row(conn: Connection, run_id: str, store_id: str, agent_id: str = "") -> Row[Any]:
     row = conn.execute(_STORE_ROW, {"run_id": run_id, "store_id": store_id}).first()
+    if row is None:
+        raise missing(conn, run_id, agent_id, store_id)
+    return row
+
+
+_STORE_RECORD = NamedPrepared(_STORE_ROW)
+
+
+def store_record(conn: Connection | Tx, run_id: str, store_id: str, agent_id: str = "") -> Any:
+    """`store_row`, prepared: the same columns by name (a handover reads several)."""
+    row = _STORE_RECORD.first(conn, {"run_id": run_id, "store_id": store_id})
     if row is None:
         raise missing(conn, run_id, agent_id, store_id)
     return row

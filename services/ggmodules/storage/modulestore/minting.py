@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
-from sqlalchemy import Table, select
+from sqlalchemy import Table, bindparam, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from ggmodules.core.kinds import Kind
 from ggmodules.storage.modulestore.tables import MsCounter, MsNamed
+from ggmodules.storage.prepared import Prepared, Tx
 
 COUNTERS: Table = MsCounter.__table__  # type: ignore[attr-defined]
 NAMED: Table = MsNamed.__table__  # type: ignore[attr-defined]
+_NAMED = Prepared(
+    select(NAMED.c.store_id).where(NAMED.c.run_id == bindparam("run_id"), NAMED.c.key == bindparam("key"))
+)
 
 
 def mint_id(conn: Connection, run_id: str, kind: Kind) -> tuple[str, int]:
@@ -23,8 +27,9 @@ def mint_id(conn: Connection, run_id: str, kind: Kind) -> tuple[str, int]:
     return f"{kind.word}-{n}", n
 
 
-def named_store(conn: Connection, run_id: str, key: str) -> str | None:
-    return conn.execute(select(NAMED.c.store_id).where(NAMED.c.run_id == run_id, NAMED.c.key == key)).scalar()
+def named_store(conn: Connection | Tx, run_id: str, key: str) -> str | None:
+    found = _NAMED.scalar(conn, {"run_id": run_id, "key": key})
+    return None if found is None else str(found)
 
 
 def name_store(conn: Connection, run_id: str, key: str, store_id: str) -> None:

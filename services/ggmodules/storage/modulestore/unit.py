@@ -219,29 +219,28 @@ class ModuleStoreUnit:
     def add_agent(
         self, run_id: str, agent_id: str, profile: str, cause: str, parent_agent_id: str = ""
     ) -> None:
-        binding.add_agent(self.tx.conn, run_id, agent_id, profile, cause, parent_agent_id)
+        binding.add_agent(self.tx, run_id, agent_id, profile, cause, parent_agent_id)
 
     def held_for_handover(self, run_id: str, agent_id: str) -> dict[Kind, receiving.Held]:
-        return receiving.held_for_handover(self.tx.conn, run_id, agent_id)
+        return receiving.held_for_handover(self.tx, run_id, agent_id)
 
     def receive(
         self, plan: HandoverPlan, entry: HandoverKind, before: Any, carry_read_set: bool
     ) -> receiving.Received | None:
-        return receiving.receive(self.tx.conn, plan, entry, before, carry_read_set)
+        return receiving.receive(self.tx, plan, entry, before, carry_read_set)
 
     def let_go(self, run_id: str, agent_id: str) -> None:
-        receiving.let_go(self.tx.conn, run_id, agent_id)
+        receiving.let_go(self.tx, run_id, agent_id)
 
     def record_handover(self, run_id: str, agent_id: str, successor: str, cause: str) -> None:
         successors.record(self.tx, run_id, agent_id, successor, cause)
 
     def roster_row(self, run_id: str, kind: Kind, received: Any) -> RosterRow:
-        return receiving.roster_row(self.tx.conn, run_id, kind, received)
+        return receiving.roster_row(self.tx, run_id, kind, received)
 
-    def restated(self, run_id: str, store_id: str, read_set_id: str) -> tuple[Figures, Contents | None]:
-        conn = self.tx.conn
-        row = lookup.store_row(conn, run_id, store_id)
-        return restating.restated(conn, row, read_sets.load(self.tx, read_set_id))
+    def restated(self, run_id: str, received: Any) -> tuple[Figures, Contents | None]:
+        row = receiving.row_of(self.tx, run_id, received)
+        return restating.restated(self.tx.conn, row, read_sets.load(self.tx, received.read_set_id))
 
 
 def apply_once(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -29,6 +30,9 @@ def encode_spec(profiles: Sequence[Profile], fsm: Fsm | None) -> str:
     )
 
 
+# Decoded once per distinct text: every call of a transfer reads its run's spec and its agents' rosters, and
+# what they decode to is never changed in place.
+@functools.lru_cache(maxsize=256)
 def decode_spec(text: str) -> tuple[tuple[Profile, ...], Fsm | None]:
     data = json.loads(text)
     profiles = tuple(
@@ -56,6 +60,7 @@ def encode_roster(rows: Sequence[RosterRow]) -> str:
     )
 
 
+@functools.lru_cache(maxsize=1024)
 def decode_roster(text: str) -> tuple[RosterRow, ...]:
     return tuple(
         RosterRow(

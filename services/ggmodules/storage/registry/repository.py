@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
 from sqlalchemy import bindparam, delete, select, update
@@ -22,10 +23,13 @@ from ggmodules.core.registry.runs import RunSpec
 from ggmodules.core.roster import RosterRow
 from ggmodules.core.vocabulary import Cause, RunStatus
 from ggmodules.storage.commits import CommitSignal
-from ggmodules.storage.contention import DEFAULT, Retries, retrying
+from ggmodules.storage.contention import DEFAULT, Retries
 from ggmodules.storage.idempotency import RequestKey, RequestLog
 from ggmodules.storage.migrations import migrate
+from ggmodules.storage.named import NamedPrepared
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.pinned import Transact
+from ggmodules.storage.prepared import Prepared, Tx
 from ggmodules.storage.registry.codec import decode_roster, decode_spec, encode_roster, encode_spec
 from ggmodules.storage.registry.tables import (
     RegAgentCounterRow,
@@ -43,16 +47,44 @@ _runs = RegRunRow.__table__  # type: ignore[attr-defined]
 _instances = RegInstanceRow.__table__  # type: ignore[attr-defined]
 _counters = RegAgentCounterRow.__table__  # type: ignore[attr-defined]
 
-# The statements of a transfer's steps, built once (building a statement costs more than SQLite running it).
-_RUN = select(_runs).where(_runs.c.run_id == bindparam("run_id"))
-_RUN_SHARED = _RUN.with_for_update(read=True)
-_RUN_LOCKED = _RUN.with_for_update()
-_INSTANCE = select(_instances).where(
+# The statements of a transfer's steps, prepared (storage.prepared): building and running a Core statement
+# costs more than SQLite running it.
+_RUN_SELECT = select(_runs).where(_runs.c.run_id == bindparam("run_id"))
+_RUN = NamedPrepared(_RUN_SELECT)
+_RUN_SHARED = NamedPrepared(_RUN_SELECT.with_for_update(read=True))
+_RUN_LOCKED = NamedPrepared(_RUN_SELECT.with_for_update())
+_INSTANCE_SELECT = select(_instances).where(
     _instances.c.run_id == bindparam("run_id"), _instances.c.agent_id == bindparam("agent_id")
 )
-_INSTANCE_LOCKED = _INSTANCE.with_for_update()
-_SUCCESSOR = select(_instances).where(
+_INSTANCE = NamedPrepared(_INSTANCE_SELECT)
+_INSTANCE_LOCKED = NamedPrepared(_INSTANCE_SELECT.with_for_update())
+_SUCCESSOR = NamedPrepared(select(_instances).where(
     _instances.c.run_id == bindparam("run_id"), _instances.c.reserved_for == bindparam("reserved_for")
+))
+_NEXT_NUMBER = {
+    name: Prepared(
+        dialect.insert(_counters)
+        .values(run_id=bindparam("run_id"), profile=bindparam("profile"), next_n=1)
+        .on_conflict_do_update(index_elements=["run_id", "profile"], set_={"next_n": _counters.c.next_n + 1})
+        .returning(_counters.c.next_n)
+    )
+    for name, dialect in (("sqlite", sqlite), ("postgresql", postgresql))
+}
+_RESERVE = Prepared(_instances.insert().values({
+    name: bindparam(name) for name in (
+        "run_id", "agent_id", "profile", "parent_agent_id", "cause", "fsm_state", "roster", "pending",
+        "created_us", "reserved_for", "request_method", "request_id", "request_hash",
+    )
+}).values(released=False, opening_note="", successor_agent_id=""))
+_COMPLETE_SUCCESSOR = Prepared(
+    update(_instances)
+    .where(_instances.c.run_id == bindparam("k_run_id"), _instances.c.agent_id == bindparam("k_agent_id"))
+    .values(roster=bindparam("roster"), opening_note=bindparam("opening_note"), pending=False)
+)
+_NAME_SUCCESSOR = Prepared(
+    update(_instances)
+    .where(_instances.c.run_id == bindparam("k_run_id"), _instances.c.agent_id == bindparam("k_agent_id"))
+    .values(successor_agent_id=bindparam("successor_agent_id"))
 )
 
 
@@ -67,27 +99,28 @@ class RegistryRepository:
         self.requests = RequestLog(RegRequestRow)
         self.outbox = Outbox(ORIGIN, RegOutboxRow, RegStreamHeadRow)
         self.committed = CommitSignal()  # notified after every unit of work: wakes WatchOutbox streams
+        # SQLite: the event loop's transactions (inline) on a connection of their own (storage.pinned).
+        self._transact = Transact(engine, retries)
 
     def create_tables(self) -> None:
         migrate(self.engine, "registry")
 
     def transact(self, work: Callable[[RegistryUnit], T]) -> T:
         """Runs `work` in one transaction, again when it loses to a concurrent one."""
-
-        def attempt() -> T:
-            with self.engine.begin() as conn:
-                return work(RegistryUnit(conn, self))
-
-        result = retrying(attempt, self.retries)
+        result = self._transact(lambda tx: work(RegistryUnit(tx, self)))
         self.committed.notify()
         return result
+
+    def close(self) -> None:
+        self._transact.close()
 
 
 class RegistryUnit:
     """The operations of one transaction."""
 
-    def __init__(self, conn: Connection, repo: RegistryRepository) -> None:
-        self.conn = conn
+    def __init__(self, tx: Tx, repo: RegistryRepository) -> None:
+        self.tx = tx
+        self.conn: Connection = tx.conn
         self._repo = repo
 
     # -- request ids (R49)
@@ -122,7 +155,7 @@ class RegistryUnit:
 
     def run(self, run_id: str, *, lock: bool = False, share: bool = False) -> RunRecord:
         stmt = _RUN_LOCKED if lock else _RUN_SHARED if share else _RUN
-        row = self.conn.execute(stmt, {"run_id": run_id}).first()
+        row = stmt.first(self.tx, {"run_id": run_id})
         if row is None:
             raise NotFound(
                 f"run {run_id!r} does not exist; create it with CreateRun or list runs with ListRuns",
@@ -150,16 +183,8 @@ class RegistryUnit:
     # -- instances
 
     def next_agent_number(self, run_id: str, profile: str) -> int:
-        dialect: Any = postgresql if self.conn.dialect.name == "postgresql" else sqlite
-        stmt = (
-            dialect.insert(_counters)
-            .values(run_id=run_id, profile=profile, next_n=1)
-            .on_conflict_do_update(
-                index_elements=["run_id", "profile"], set_={"next_n": _counters.c.next_n + 1}
-            )
-            .returning(_counters.c.next_n)
-        )
-        return int(self.conn.execute(stmt).scalar_one()) - 1
+        stmt = _NEXT_NUMBER[self.tx.dialect.name]
+        return int(stmt.scalar(self.tx, {"run_id": run_id, "profile": profile})) - 1
 
     def add_pending(self, inst: InstanceRecord, key: RequestKey | None) -> None:
         self.conn.execute(
@@ -194,7 +219,7 @@ class RegistryUnit:
         return _instance_record(row)
 
     def instance(self, run_id: str, agent_id: str, *, pending_ok: bool = False) -> InstanceRecord:
-        row = self.conn.execute(_INSTANCE, {"run_id": run_id, "agent_id": agent_id}).first()
+        row = _INSTANCE.first(self.tx, {"run_id": run_id, "agent_id": agent_id})
         if row is None or (row.pending and not pending_ok):
             raise NotFound(
                 f"agent {agent_id!r} is not an instance of run {run_id}; list them with ListInstances",
@@ -224,45 +249,40 @@ class RegistryUnit:
     def find_instance(self, run_id: str, agent_id: str, *, lock: bool = False) -> InstanceRecord | None:
         """Any row of that agent id, pending and released ones included."""
         stmt = _INSTANCE_LOCKED if lock else _INSTANCE
-        row = self.conn.execute(stmt, {"run_id": run_id, "agent_id": agent_id}).first()
+        row = stmt.first(self.tx, {"run_id": run_id, "agent_id": agent_id})
         return None if row is None else _instance_record(row)
 
     def successor_of(self, run_id: str, predecessor_agent_id: str) -> InstanceRecord | None:
         """The successor reserved or completed for a predecessor, if any (released ones are not)."""
-        row = self.conn.execute(_SUCCESSOR, {"run_id": run_id, "reserved_for": predecessor_agent_id}).first()
+        row = _SUCCESSOR.first(self.tx, {"run_id": run_id, "reserved_for": predecessor_agent_id})
         return None if row is None else _instance_record(row)
 
     def add_reservation(self, inst: InstanceRecord, key: RequestKey | None) -> None:
         """A pending, invisible successor; the unique (run, reserved_for) refuses a second one."""
-        self.conn.execute(
-            _instances.insert().values(
-                run_id=inst.run_id, agent_id=inst.agent_id, profile=inst.profile,
-                parent_agent_id=inst.parent_agent_id, cause=inst.cause, fsm_state=inst.fsm_state,
-                roster="[]", pending=True, created_us=inst.created_us, reserved_for=inst.reserved_for,
-                request_method=key.method if key else None,
-                request_id=key.request_id if key else None,
-                request_hash=key.request_hash if key else None,
-            )
-        )
+        _RESERVE.execute(self.tx, {
+            "run_id": inst.run_id, "agent_id": inst.agent_id, "profile": inst.profile,
+            "parent_agent_id": inst.parent_agent_id, "cause": str(inst.cause), "fsm_state": inst.fsm_state,
+            "roster": "[]", "pending": True, "created_us": inst.created_us, "reserved_for": inst.reserved_for,
+            "request_method": key.method if key else None,
+            "request_id": key.request_id if key else None,
+            "request_hash": key.request_hash if key else None,
+        })
 
     def complete_successor(
         self, successor: InstanceRecord, roster: Sequence[RosterRow], opening_note: str
     ) -> InstanceRecord:
         """Makes the successor visible and names it on its predecessor, whose roster never changes (R36)."""
-        self.conn.execute(
-            update(_instances)
-            .where(_instances.c.run_id == successor.run_id, _instances.c.agent_id == successor.agent_id)
-            .values(roster=encode_roster(roster), opening_note=opening_note, pending=False)
-        )
-        self.conn.execute(
-            update(_instances)
-            .where(
-                _instances.c.run_id == successor.run_id,
-                _instances.c.agent_id == successor.reserved_for,
-            )
-            .values(successor_agent_id=successor.agent_id)
-        )
-        return self.instance(successor.run_id, successor.agent_id)
+        encoded = encode_roster(roster)
+        _COMPLETE_SUCCESSOR.execute(self.tx, {
+            "k_run_id": successor.run_id, "k_agent_id": successor.agent_id, "roster": encoded,
+            "opening_note": opening_note,
+        })
+        _NAME_SUCCESSOR.execute(self.tx, {
+            "k_run_id": successor.run_id, "k_agent_id": successor.reserved_for,
+            "successor_agent_id": successor.agent_id,
+        })
+        # The row as it now is (`successor` was read, locked, in this transaction), without reading it again.
+        return replace(successor, roster=decode_roster(encoded), opening_note=opening_note, pending=False)
 
     def release(self, run_id: str, agent_id: str) -> None:
         """Drops a reservation: it stays invisible, and its predecessor can be reserved again."""

@@ -17,13 +17,17 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from sqlalchemy import BigInteger, ColumnElement, bindparam, cast, func, literal, or_, select, update
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Engine
+from sqlalchemy.exc import NoResultFound
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
 from ggmodules.core.transfer.record import TransferRecord
 from ggmodules.core.vocabulary import TransferKind, TransferState
-from ggmodules.storage.contention import DEFAULT, Retries, retrying
+from ggmodules.storage.contention import DEFAULT, Retries
 from ggmodules.storage.migrations import migrate
+from ggmodules.storage.named import Counted, NamedPrepared
+from ggmodules.storage.pinned import Transact
+from ggmodules.storage.prepared import Prepared, Tx
 from ggmodules.storage.transfer.tables import TrTransferRow
 
 T = TypeVar("T")
@@ -33,10 +37,54 @@ _MUTABLE = (
     "successor_agent_id", "handover", "failure", "failure_code", "failure_reason", "failure_metadata",
     "completed_us",
 )
+_ASKED = (
+    "transfer_id", "request_id", "request_hash", "run_id", "kind", "predecessor_agent_id", "to_state",
+    "leave_fsm", "created_us", "lease_owner",
+)
 
-# Built once: building a statement costs more than SQLite running it.
-_BY_REQUEST = select(_transfers).where(_transfers.c.request_id == bindparam("request_id"))
-_BY_ID = select(_transfers).where(_transfers.c.transfer_id == bindparam("transfer_id"))
+# A transfer's own path runs prepared statements (storage.prepared): building and running a Core statement
+# costs more than SQLite running it.
+_BY_REQUEST = NamedPrepared(select(_transfers).where(_transfers.c.request_id == bindparam("request_id")))
+_BY_ID = NamedPrepared(select(_transfers).where(_transfers.c.transfer_id == bindparam("transfer_id")))
+
+
+def _db_now_us(dialect: str) -> ColumnElement[int]:
+    """The database's clock in microseconds (SQLite: this process's, the only one on its file)."""
+    if dialect == "postgresql":
+        return cast(func.extract("epoch", func.clock_timestamp()) * 1_000_000, BigInteger)
+    return bindparam("now_us", type_=BigInteger)
+
+
+def _add(dialect: str) -> Prepared:
+    """The insert of a new transfer; its lease, if it has an owner, runs `lease_us` on the database's
+    clock."""
+    leased = _db_now_us(dialect) + bindparam("lease_us", type_=BigInteger)
+    values: dict[str, Any] = {name: bindparam(name) for name in (*_ASKED, *_MUTABLE)}
+    return Prepared(_transfers.insert().values({**values, "lease_expires_us": leased}))
+
+
+_ADD = {dialect: _add(dialect) for dialect in ("sqlite", "postgresql")}
+
+
+def _save(owner: bool, ended: bool) -> Counted:
+    """A later step: only onto a pending transfer not past it, only by its lease holder (`owner`); an ended
+    transfer gives its lease up with it."""
+    conditions = [
+        _transfers.c.transfer_id == bindparam("k_transfer_id"),
+        _transfers.c.state == int(TransferState.PENDING),
+        _transfers.c.step <= bindparam("k_step"),
+    ]
+    if owner:
+        conditions.append(_transfers.c.lease_owner == bindparam("k_owner"))
+    values: dict[str, Any] = {name: bindparam(name) for name in _MUTABLE}
+    if ended:
+        values.update(lease_owner="", lease_expires_us=0)
+    return Counted(update(_transfers).where(*conditions).values(values))
+
+
+_SAVE: dict[tuple[bool, bool], Counted] = {
+    (owner, ended): _save(owner, ended) for owner in (False, True) for ended in (False, True)
+}
 
 
 def now_us() -> int:
@@ -47,27 +95,29 @@ class TransferRepository:
     def __init__(self, engine: Engine, retries: Retries = DEFAULT) -> None:
         self.engine = engine
         self.retries = retries
+        # SQLite: the event loop's transactions (inline) on a connection of their own (storage.pinned).
+        self._transact = Transact(engine, retries)
 
     def create_tables(self) -> None:
         migrate(self.engine, "transfer")
 
     def transact(self, work: Callable[[TransferUnit], T]) -> T:
         """Runs `work` in one transaction, again when it loses to a concurrent one."""
+        return self._transact(lambda tx: work(TransferUnit(tx)))
 
-        def attempt() -> T:
-            with self.engine.begin() as conn:
-                return work(TransferUnit(conn))
-
-        return retrying(attempt, self.retries)
+    def close(self) -> None:
+        self._transact.close()
+        self.engine.dispose()
 
 
 class TransferUnit:
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
+    def __init__(self, tx: Tx) -> None:
+        self.tx = tx
+        self.conn = tx.conn
 
     def by_request(self, request_id: str, request_hash: str) -> TransferRecord | None:
         """The transfer journaled under this request id; reuse with another request is refused."""
-        row = self.conn.execute(_BY_REQUEST, {"request_id": request_id}).first()
+        row = _BY_REQUEST.first(self.tx, {"request_id": request_id})
         if row is None:
             return None
         if row.request_hash != request_hash:
@@ -97,37 +147,34 @@ class TransferUnit:
         return _record(row)
 
     def get(self, transfer_id: str) -> TransferRecord:
-        row = self.conn.execute(_BY_ID, {"transfer_id": transfer_id}).one()
+        row = _BY_ID.first(self.tx, {"transfer_id": transfer_id})
+        if row is None:
+            raise NoResultFound(f"no transfer {transfer_id!r} in the journal")
         return _record(row)
 
     def add(self, record: TransferRecord, owner: str = "", lease_seconds: float = 0) -> None:
         """Journals a new transfer, its lease held by `owner` (the replica that will drive it) if given."""
-        self.conn.execute(
-            _transfers.insert().values(
-                transfer_id=record.transfer_id, request_id=record.request_id or None,
-                request_hash=record.request_hash, run_id=record.run_id, kind=int(record.kind),
-                predecessor_agent_id=record.predecessor_agent_id, to_state=record.to_state,
-                leave_fsm=record.leave_fsm, created_us=record.created_us, lease_owner=owner,
-                lease_expires_us=self._now_us() + int(lease_seconds * 1_000_000) if owner else 0,
-                **_values(record),
-            )
+        values = _values(record)
+        values.update(
+            transfer_id=record.transfer_id, request_id=record.request_id or None,
+            request_hash=record.request_hash, run_id=record.run_id, kind=int(record.kind),
+            predecessor_agent_id=record.predecessor_agent_id, to_state=record.to_state,
+            leave_fsm=record.leave_fsm, created_us=record.created_us, lease_owner=owner,
+            now_us=now_us(), lease_us=int(lease_seconds * 1_000_000),
         )
+        if not owner:  # no lease: expired from the start, on any clock
+            values.update(now_us=0, lease_us=0)
+            _ADD["sqlite"].execute(self.tx, values)
+            return
+        _ADD[self.tx.dialect.name].execute(self.tx, values)
 
     def save(self, record: TransferRecord, owner: str = "") -> bool:
         """Journals a later step of a pending transfer; False when it has already moved past it, or when
         `owner` (if given) no longer holds its lease. A transfer that ended gives its lease up with it."""
-        conditions = [
-            _transfers.c.transfer_id == record.transfer_id,
-            _transfers.c.state == int(TransferState.PENDING),
-            _transfers.c.step <= record.step,
-        ]
-        if owner:
-            conditions.append(_transfers.c.lease_owner == owner)
         values = _values(record)
-        if record.state is not TransferState.PENDING:
-            values.update(lease_owner="", lease_expires_us=0)
-        result = self.conn.execute(update(_transfers).where(*conditions).values(**values))
-        return bool(result.rowcount)
+        values.update(k_transfer_id=record.transfer_id, k_step=record.step, k_owner=owner)
+        save = _SAVE[(bool(owner), record.state is not TransferState.PENDING)]
+        return bool(save.count(self.tx, values))
 
     def lease(self, transfer_id: str, owner: str, seconds: float) -> bool:
         """Takes or renews the lease of a pending transfer for `seconds`: True when `owner` holds it now

@@ -99,6 +99,6 @@ def _events(
         )
     )
     for kind, got in sorted(received.items()):
-        figures, contents = unit.restated(run_id, got.store_id, got.read_set_id)
+        figures, contents = unit.restated(run_id, got)
         events.append(restate_event(run_id, succ, kind, got.store_id, got.outcome, figures, contents, pred))
     return events

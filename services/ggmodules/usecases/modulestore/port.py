@@ -155,5 +155,5 @@ class HandoverUnit(BindUnit, Protocol):
 
     def record_handover(self, run_id: str, agent_id: str, successor: str, cause: str) -> None: ...
     def roster_row(self, run_id: str, kind: Kind, received: Received | None) -> RosterRow: ...
-    def restated(self, run_id: str, store_id: str, read_set_id: str) -> tuple[Figures, Contents | None]:
-        """What a store re-states about itself at a successor (R31)."""
+    def restated(self, run_id: str, received: Received) -> tuple[Figures, Contents | None]:
+        """What a store the successor received re-states about itself there (R31)."""
