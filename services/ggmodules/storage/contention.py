@@ -31,7 +31,8 @@ from ggmodules.storage.idempotency import ClaimLost
 
 T = TypeVar("T")
 
-_PG_CONTENTION = frozenset({"40P01", "40001", "55P03"})
+# 26000: a prepared statement the session lost (storage/pg_pipeline.py); the transaction failed whole.
+_PG_CONTENTION = frozenset({"40P01", "40001", "55P03", "26000"})
 _PG_UNIQUE = "23505"
 _SQLITE_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _SQLITE_UNIQUE = frozenset({2067, 1555})  # SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY

@@ -86,19 +86,32 @@ class RequestLog:
         """None: the request id is this transaction's now; apply the request, then `answer` it. Otherwise
         the first answer to it (after waiting for a concurrent first attempt to end)."""
         tx = Tx.of(conn)
-        params = {
+        won = self._claim[tx.dialect.name].one(tx, self._claim_params(method, request_id, request_hash))
+        return self.claimed(tx, won is not None, method, request_id, request_hash)
+
+    def claim_statement(self, tx: Tx, method: str, request_id: str, request_hash: str) -> tuple[str, Any]:
+        """The claim as a statement to send with others (storage/pg_pipeline.py); its result, a row when
+        the claim was won, goes to `claimed`."""
+        return self._claim[tx.dialect.name].bound(tx, self._claim_params(method, request_id, request_hash))
+
+    def claimed(self, tx: Tx, won: bool, method: str, request_id: str, request_hash: str) -> bytes | None:
+        """What `claim` returns, given whether its statement inserted the row."""
+        if won:
+            return None
+        answer = self.recall(tx, method, request_id, request_hash)
+        if answer is None:  # the claim that won is gone again: let the transaction run again
+            raise ClaimLost(method, request_id)
+        return answer
+
+    @staticmethod
+    def _claim_params(method: str, request_id: str, request_hash: str) -> dict[str, Any]:
+        return {
             "method": method,
             "request_id": request_id,
             "request_hash": request_hash,
             "response": b"",
             "created_at": int(time.time()),
         }
-        if self._claim[tx.dialect.name].one(tx, params) is not None:
-            return None
-        answer = self.recall(tx, method, request_id, request_hash)
-        if answer is None:  # the claim that won is gone again: let the transaction run again
-            raise ClaimLost(method, request_id)
-        return answer
 
     def recall(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         """The first answer to this request id, or None if new. Reuse with other content is refused."""

@@ -24,6 +24,7 @@ from sqlalchemy.engine import Connection
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.fan_out_rows import KeyedRows, Row
+from ggmodules.storage.pg_outbox_append import OneEvent
 from ggmodules.storage.prepared import Prepared, Tx
 
 
@@ -74,6 +75,7 @@ class Appender:
         self._insert = Prepared(insert)
         self._keyed = KeyedRows(rows)
         self._insert_returning = Prepared(insert.returning(rows.c.origin_seq))
+        self._one_event = OneEvent(rows, heads)  # PostgreSQL, a transaction that defers
 
     def append(self, conn: Connection | Tx, event: event_pb2.Event) -> event_pb2.Event:
         """Appends `event` to its (run, agent) stream and reads back its origin_seq."""
@@ -90,9 +92,13 @@ class Appender:
         if not events:
             return
         tx = Tx.of(conn)
-        if len(events) == 1 and tx.dialect.name == "sqlite" and not isinstance(events[0], FanOutEntry):
-            self._append_one(tx, events[0])  # a write no other holder hears of: the common case
-            return
+        if len(events) == 1 and not isinstance(events[0], FanOutEntry):  # a write no other holder hears of
+            if tx.deferred is not None:  # PostgreSQL, deferring: no round trip of its own
+                self._one_event.append(tx, self._stamped(events[0]))
+                return
+            if tx.dialect.name == "sqlite":  # the common case, without the bookkeeping for many
+                self._append_one(tx, events[0])
+                return
         rows = self._stamp(tx, events)
         if any(r.entry is not None for r in rows):
             self._keyed.insert(tx, rows)
@@ -134,6 +140,13 @@ class Appender:
             else:
                 rows.append(Row(e.run_id, e.agent_id, seq, e.SerializeToString()))
         return rows
+
+    def _stamped(self, e: event_pb2.Event) -> event_pb2.Event:
+        """Sets origin and time (stream_seq is the database's, pg_outbox_append.py)."""
+        e.origin = self.origin
+        if not e.HasField("time"):
+            e.time.seconds, e.time.nanos = divmod(time.time_ns(), 1_000_000_000)
+        return e
 
     def _reserved(self, tx: Tx, counts: Counter[tuple[str, str]]) -> dict[tuple[str, str], int]:
         """The last seq reserved on each stream, `counts[stream]` of them."""

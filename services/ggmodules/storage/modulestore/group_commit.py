@@ -37,11 +37,14 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TypeVar
 
+import psycopg
 from google.protobuf.message import Message
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 
 from ggmodules.storage.contention import lost_to_concurrency
 from ggmodules.storage.idempotency import RequestKey
+from ggmodules.storage.modulestore import pg_write
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit
 from ggmodules.storage.prepared import Tx
@@ -172,7 +175,7 @@ class GroupCommit:
             except _Committing:
                 raise
             except Exception as exc:
-                if not getattr(exc, "connection_invalidated", False):
+                if not (getattr(exc, "connection_invalidated", False) or self._drop_broken()):
                     raise
                 outcomes = self._attempt(batch)  # a broken connection, replaced: nothing was committed
         except _Committing as failed:
@@ -193,42 +196,78 @@ class GroupCommit:
         outcomes: list[Message | BaseException] = []
         savepoints = len(batch) > 1
         tx, end = self._begin()
+        pipelined = tx.deferred is not None  # PostgreSQL: statements sent together (pg_write.py)
         try:
             for m in batch:
+                start = tx.mark()
                 if savepoints:
-                    tx.cursor().execute(f"SAVEPOINT {_SAVEPOINT}")
+                    self._statement(tx, f"SAVEPOINT {_SAVEPOINT}")
                 try:
-                    outcomes.append(self._transactions.apply(tx, m.key, m.apply, m.response_type))
+                    outcomes.append(self._apply(tx, m))
                 except Exception as exc:
                     if not savepoints:
                         raise
-                    if lost_to_concurrency(exc):
+                    if lost_to_concurrency(exc) or (pipelined and _from_database(exc)):
+                        # PostgreSQL: a statement sent with this mutation's may be an earlier one's
                         raise _Lost() from exc
-                    tx.cursor().execute(f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                    if (f"SAVEPOINT {_SAVEPOINT}", None) not in tx.discard(start):  # else none of it was sent
+                        self._statement(tx, f"ROLLBACK TO SAVEPOINT {_SAVEPOINT}")
+                        self._statement(tx, f"RELEASE SAVEPOINT {_SAVEPOINT}")
                     outcomes.append(exc)
-                if savepoints:
-                    tx.cursor().execute(f"RELEASE SAVEPOINT {_SAVEPOINT}")
+                    continue
+                if savepoints:  # PostgreSQL: sent with the next mutation's first statements, or COMMIT
+                    self._statement(tx, f"RELEASE SAVEPOINT {_SAVEPOINT}")
         except BaseException:
-            end(False)
+            self._roll_back(tx, end)
             raise
         try:
+            if pipelined:
+                tx.send(commit=True)  # what waits and COMMIT: one round trip
             end(True)
         except Exception as exc:
             with contextlib.suppress(Exception):
-                end(False)  # the transaction may still be open (SQLite: a busy COMMIT)
+                self._roll_back(tx, end)  # the transaction may still be open (SQLite: a busy COMMIT)
+            if getattr(exc, "before_commit", False):  # a statement failed, COMMIT did not run: nothing is
+                raise _Lost() from exc  # committed; each mutation runs alone, to its own outcome
             raise _Committing() from exc
         return outcomes
 
+    def _apply(self, tx: Tx, m: _Mutation) -> Message:
+        if tx.deferred is not None:
+            t = self._transactions
+            return pg_write.apply_once(tx, t.outbox, t.requests, m.key, m.apply, m.response_type, m.order)
+        return self._transactions.apply(tx, m.key, m.apply, m.response_type)
+
+    @staticmethod
+    def _roll_back(tx: Tx, end: Callable[[bool], None]) -> None:
+        try:
+            if tx.deferred is not None:
+                tx.rollback()  # PostgreSQL: before psycopg would (pg_pipeline.py)
+        finally:
+            end(False)
+
+    @staticmethod
+    def _statement(tx: Tx, sql: str) -> None:
+        if tx.deferred is not None:
+            tx.defer(sql)
+        else:
+            tx.cursor().execute(sql)
+
     def _begin(self) -> tuple[Tx, Callable[[bool], None]]:
         """A new transaction (`Transactions.open`): on the pinned SQLite connection, else on this worker
-        thread's own connection."""
+        thread's own connection, where it defers (PostgreSQL, pg_write.py)."""
         t = self._transactions
-        return t.open(None if t.pinned is not None else self._own_connection())
+        if t.pinned is not None:
+            return t.open(None)
+        return pg_write.open_deferring(self._own_connection())
 
     def _own_connection(self) -> Connection:
         conn: Connection | None = getattr(self._local, "connection", None)
         if conn is None or conn.closed:
-            conn = self._local.connection = self._transactions.engine.connect()
+            # Autocommit: the transaction's BEGIN is its own, sent with its first statements. SQLAlchemy
+            # sets the isolation level back when the connection returns to the pool.
+            conn = self._transactions.engine.connect().execution_options(isolation_level="AUTOCOMMIT")
+            self._local.connection = conn
             self._connections.append(conn)
         return conn
 
@@ -240,6 +279,19 @@ class GroupCommit:
             return self._transactions.mutate(m.key, m.apply, m.response_type)  # notifies its commit
         except Exception as exc:
             return exc
+
+    def _drop_broken(self) -> bool:
+        """PostgreSQL: whether this thread's connection is broken (psycopg says so: a restarted server, a
+        killed backend); if so it is let go, and the next transaction opens another."""
+        conn: Connection | None = getattr(self._local, "connection", None)
+        if conn is None or conn.invalidated:
+            return False
+        dbapi = getattr(conn.connection, "dbapi_connection", None)
+        if not getattr(dbapi, "broken", False):
+            return False
+        conn.invalidate()
+        self._release()
+        return True
 
     def _release(self) -> None:
         conn: Connection | None = getattr(self._local, "connection", None)
@@ -271,6 +323,11 @@ def _pool_capacity(transactions: Transactions) -> int:
     if not callable(size) or not isinstance(overflow, int) or overflow < 0:
         return 1_000
     return int(size()) + overflow
+
+
+def _from_database(exc: BaseException) -> bool:
+    """An error of the database (not a refusal the use case decided)."""
+    return isinstance(exc, (psycopg.Error, DBAPIError))
 
 
 def _busy(loop: asyncio.AbstractEventLoop) -> bool:

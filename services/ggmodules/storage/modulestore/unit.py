@@ -125,11 +125,13 @@ _INSERT_THREAD = Prepared(
 class ModuleStoreUnit:
     """One open transaction (`tx`) and the outbox its events go to."""
 
-    __slots__ = ("outbox", "tx")
+    __slots__ = ("outbox", "preloaded", "tx")
 
     def __init__(self, tx: Tx, outbox: Outbox) -> None:
         self.tx = tx
         self.outbox = outbox
+        # ((run id, store id), its holders) read ahead with the request id's claim (pg_write.py).
+        self.preloaded: tuple[tuple[str, str], list[HolderRow]] | None = None
 
     # ---- refusals and lookups -----------------------------------------------------------------------
 
@@ -150,6 +152,9 @@ class ModuleStoreUnit:
     # ---- write --------------------------------------------------------------------------------------
 
     def holders(self, run_id: str, store_id: str) -> list[HolderRow]:
+        if self.preloaded is not None and self.preloaded[0] == (run_id, store_id):
+            rows, self.preloaded = self.preloaded[1], None
+            return rows
         tx = self.tx
         return [
             HolderRow(*r) for r in _LOAD[tx.dialect.name].all(tx, {"run_id": run_id, "store_id": store_id})
@@ -241,6 +246,11 @@ class ModuleStoreUnit:
     def restated(self, run_id: str, received: Any) -> tuple[Figures, Contents | None]:
         row = receiving.row_of(self.tx, run_id, received)
         return restating.restated(self.tx.conn, row, read_sets.load(self.tx, received.read_set_id))
+
+
+def holders_statement(tx: Tx, run_id: str, store_id: str) -> tuple[str, Any]:
+    """`ModuleStoreUnit.holders` as a statement to send with others (pg_write.py)."""
+    return _LOAD[tx.dialect.name].bound(tx, {"run_id": run_id, "store_id": store_id})
 
 
 def apply_once(

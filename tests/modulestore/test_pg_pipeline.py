@@ -1,0 +1,132 @@
+"""The PostgreSQL write path in two round trips (storage/pg_pipeline.py, storage/modulestore/pg_write.py,
+storage/pg_outbox_append.py): what it stores reads back the same as before (R28 stream seqs past one
+varint byte), it takes two round trips per write, and a killed connection is replaced (R48: nothing
+acknowledged is lost, the next write is served)."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+from sqlalchemy.engine import make_url
+
+from ggmodules.common.v1 import common_pb2 as c
+from ggmodules.modulestore.v1 import modulestore_pb2 as ms
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
+from ggmodules.server.modulestore.app import run_in_thread
+from ggmodules.server.modulestore.servicer import ModuleStoreServicer
+from ggmodules.storage import pg_pipeline
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from tests.harness import drop_database, new_database_url
+from tests.harness.backends import needs_postgres
+from tests.harness.modulestore import messages, new_run
+
+pytestmark = needs_postgres
+
+
+@pytest.fixture
+def servicer(tmp_path: Path) -> Iterator[tuple[ModuleStoreServicer, ModuleStoreRepository, str]]:
+    url = new_database_url("postgres", "modulestore", tmp_path)
+    repo = ModuleStoreRepository(make_engine(url))
+    try:
+        yield ModuleStoreServicer(repo, run_in_thread), repo, url
+    finally:
+        repo.close()
+        drop_database(url)
+
+
+def _append(run: str, agent: str, store: str, text: str) -> svc.WriteRequest:
+    return svc.WriteRequest(request_id=uuid.uuid4().hex, run_id=run, agent_id=agent, store_id=store,
+                            append_messages=svc.AppendMessages(messages=messages(text)))  # fmt: skip
+
+
+async def _history(s: ModuleStoreServicer, run: str, agent: str) -> str:
+    binding = ms.Binding(kind=c.KIND_HISTORY, action=ms.BIND_ACTION_CREATE, origin=c.ORIGIN_CREATED,
+                         may_write=True)  # fmt: skip
+    request = svc.BindInstanceRequest(request_id=uuid.uuid4().hex, run_id=run, agent_id=agent,
+                                      profile="coder", cause="open", bindings=[binding])  # fmt: skip
+    response = await s.BindInstance(request, None)  # type: ignore[arg-type]
+    return str(response.roster[0].store_id)
+
+
+def test_stream_seqs_written_in_the_statement_read_back_past_one_and_two_varint_bytes(
+    servicer: tuple[ModuleStoreServicer, ModuleStoreRepository, str],
+) -> None:
+    """A lone event's stream_seq is appended to its payload by the database: every event reads back with
+    its stream's seq, in order, past 127 (two varint bytes); the row's column says the same."""
+    s, repo, _ = servicer
+    run, agent = new_run(), "coder-0"
+
+    async def main() -> str:
+        store = await _history(s, run, agent)
+        for i in range(140):
+            await s.write(_append(run, agent, store, f"m{i}"))
+        return store
+
+    asyncio.run(main())
+    page = repo.read_outbox(0, 1000, run)
+    mine = [e for e in page.events if e.agent_id == agent]
+    assert [e.stream_seq for e in mine] == list(range(1, len(mine) + 1))
+    assert len(mine) > 140
+    written = [e.write.delta.history.messages[0].content for e in mine if e.WhichOneof("body") == "write"]
+    assert written == [f"m{i}" for i in range(140)]
+    assert all(e.origin == "modulestore" and e.time.seconds > 0 for e in mine)
+
+
+def test_a_lone_append_takes_two_round_trips(
+    servicer: tuple[ModuleStoreServicer, ModuleStoreRepository, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """BEGIN, the request id's claim and the store's load in one; the message, the head, the event, the
+    answer and COMMIT in the second."""
+    s, _, _ = servicer
+    run, agent = new_run(), "coder-0"
+    sent: list[list[str]] = []
+    real = pg_pipeline.send
+
+    def counted(dbapi: object, waiting: list[tuple[str, object]], wanted: list[tuple[str, object]],
+                *, commit: bool = False) -> list[pg_pipeline.Rows]:  # fmt: skip
+        sent.append([sql.split()[0] for sql, _ in [*waiting, *wanted]] + (["COMMIT"] if commit else []))
+        return real(dbapi, waiting, wanted, commit=commit)
+
+    async def main() -> None:
+        store = await _history(s, run, agent)
+        await s.write(_append(run, agent, store, "warm"))
+        monkeypatch.setattr(pg_pipeline, "send", counted)
+        await s.write(_append(run, agent, store, "counted"))
+
+    asyncio.run(main())
+    assert sent == [
+        ["BEGIN", "INSERT", "SELECT"],
+        ["INSERT", "UPDATE", "WITH", "UPDATE", "COMMIT"],
+    ]
+
+
+def test_a_write_after_its_connection_was_killed_is_served(
+    servicer: tuple[ModuleStoreServicer, ModuleStoreRepository, str],
+) -> None:
+    """The group-commit connection's server process is terminated between two writes: the next write
+    finds it broken before anything was sent, replaces it and is applied once."""
+    s, repo, url = servicer
+    run, agent = new_run(), "coder-0"
+    admin = make_url(url).set(drivername="postgresql", database="postgres")
+
+    async def main() -> list[int]:
+        store = await _history(s, run, agent)
+        await s.write(_append(run, agent, store, "before"))
+        with psycopg.connect(admin.render_as_string(hide_password=False), autocommit=True) as conn:
+            conn.execute("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s",
+                         (make_url(url).database,))  # fmt: skip
+        answers = []
+        for text in ("after", "again"):
+            answers.append((await s.write(_append(run, agent, store, text))).last_seq)
+        return answers
+
+    assert asyncio.run(main()) == [2, 3]
+    page = repo.read_outbox(0, 100, run)
+    written = [e.write.delta.history.messages[0] for e in page.events if e.WhichOneof("body") == "write"]
+    assert [m.content for m in written] == ["before", "after", "again"]
