@@ -14,6 +14,9 @@ PostgreSQL they can commit out of order, so the stream sends only as far as the 
 frontier are outstanding, the stream looks again every `HELD_RECHECK_SECONDS`: the transaction holding
 them may be another process's, whose end no commit signal of this one announces.
 
+On SQLite's pinned connection (ModuleStore inline) a page is one prepared statement on the DBAPI connection
+(storage/outbox_pinned.py), not a transaction of Core statements: that read is on every event's way out.
+
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
 below what was pruned is refused OUT_OF_RANGE (OUTBOX_PRUNED), checked after each page is read.
@@ -36,6 +39,8 @@ from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
+from ggmodules.storage.outbox_pinned import PinnedFeed
+from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
 SERVICE_NAME = internal_pb.DESCRIPTOR.services_by_name["OutboxService"].full_name
@@ -59,6 +64,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         run: Run,
         positions: OutboxPositions,
         writing: Writing,
+        pinned: PinnedFeed | None = None,
     ) -> None:
         self._outbox = outbox
         self._reading = reading
@@ -66,6 +72,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self._run = run
         self._positions = positions
         self._writing = writing
+        self._pinned = pinned
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -76,10 +83,16 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         heartbeat = heartbeat_seconds(request.heartbeat_ms)
         after = max(request.after_origin_seq, 0)
         feed = OutboxFeed(self._outbox)
+        pipelined = PipelinedFeed(self._outbox, self._positions)
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
-            page = await self._run(self._reading, lambda conn, after=after: self._read(feed, conn, after))
+            if self._pinned is not None and self._pinned.usable:
+                page = self._pinned.read(after, BATCH)
+            else:
+                page = await self._run(
+                    self._reading, lambda conn, after=after: self._read(feed, pipelined, conn, after)
+                )
             if page.events:
                 yield pb.WatchOutboxResponse(events=page.events, head_origin_seq=page.head)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
@@ -91,7 +104,9 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 
-    def _read(self, feed: OutboxFeed, conn: Connection, after: int) -> OutboxPage:
+    def _read(self, feed: OutboxFeed, pipelined: PipelinedFeed, conn: Connection, after: int) -> OutboxPage:
+        if conn.dialect.name == "postgresql":  # the frontier, the page and the pruning point at once
+            return pipelined.read(conn, after, BATCH)
         page = feed.read(conn, after, BATCH)
         return self._positions.check(conn, after, page)  # after the rows: a prune between the two is seen
 

@@ -24,7 +24,7 @@ class CommitSignal:
     def __init__(self) -> None:
         self._version = 0
         self._lock = threading.Lock()
-        self._waiters: dict[asyncio.Future[None], asyncio.AbstractEventLoop] = {}
+        self._waiters: dict[asyncio.Future[bool], asyncio.AbstractEventLoop] = {}
 
     @property
     def version(self) -> int:
@@ -39,7 +39,7 @@ class CommitSignal:
         # One hand-over per event loop however many wait on it (a hundred subscribers of one Telemetry are
         # woken by one call, not a hundred writes to the loop's self-pipe); the loop's own thread wakes
         # them directly.
-        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[None]]] = {}
+        by_loop: dict[asyncio.AbstractEventLoop, list[asyncio.Future[bool]]] = {}
         for fut, loop in waiters.items():
             by_loop.setdefault(loop, []).append(fut)
         for loop, futures in by_loop.items():
@@ -49,27 +49,33 @@ class CommitSignal:
                 loop.call_soon_threadsafe(_wake_all, futures)
 
     async def wait(self, seen: int, timeout: float) -> bool:
-        """True once a commit after `seen` was notified; False when `timeout` seconds pass first."""
+        """True once a commit after `seen` was notified; False when `timeout` seconds pass first. The waiter
+        awaits its future itself, with a timer beside it (asyncio.wait_for would put a second future, and so
+        a second turn of the loop, between a commit and the reader it wakes)."""
         loop = asyncio.get_running_loop()
-        fut: asyncio.Future[None] = loop.create_future()
+        fut: asyncio.Future[bool] = loop.create_future()
         with self._lock:
             if self._version != seen:
                 return True
             self._waiters[fut] = loop
+        timer = loop.call_later(max(timeout, 0.0), _expire, fut)
         try:
-            await asyncio.wait_for(fut, timeout)
-            return True
-        except TimeoutError:
-            return False
+            return await fut
         finally:
+            timer.cancel()
             with self._lock:
                 self._waiters.pop(fut, None)
 
 
-def _wake_all(futures: list[asyncio.Future[None]]) -> None:
+def _wake_all(futures: list[asyncio.Future[bool]]) -> None:
     for fut in futures:
         if not fut.done():
-            fut.set_result(None)
+            fut.set_result(True)
+
+
+def _expire(fut: asyncio.Future[bool]) -> None:
+    if not fut.done():
+        fut.set_result(False)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:

@@ -74,7 +74,7 @@ class Outbox:
         """`sequenced_in`: the outbox's positions table, for an outbox whose stream seqs are assigned when
         it is read (storage/outbox_sequencing.py) rather than by each write."""
         self.origin = origin
-        self._rows = row.__table__  # type: ignore[attr-defined]
+        self._rows: Table = row.__table__  # type: ignore[attr-defined]
         self._heads = head.__table__  # type: ignore[attr-defined]
         self._appender = Appender(origin, self._rows, self._heads, deferred=sequenced_in is not None)
         self._sequencer = (
@@ -82,6 +82,10 @@ class Outbox:
         )
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
+
+    @property
+    def rows(self) -> Table:
+        return self._rows
 
     @property
     def table_name(self) -> str:
@@ -142,6 +146,11 @@ class Outbox:
 
 
 _NO_END = 2**63 - 1
+
+
+def page_statement(rows: Table, *, postgres: bool) -> Select[Any]:
+    """The page read of `Outbox.read` (not filtered by run): parameters after, through, limit, max_bytes."""
+    return (_summed if postgres else _stepped)(rows, False)
 # What a read returns: (origin_seq, payload) pairs in order, the outbox head if any row was read, and
 # whether the page was cut by its count or byte bound.
 _Found = tuple[list[tuple[int, bytes]], int | None, bool]

@@ -30,18 +30,24 @@ from sqlalchemy.engine import Connection
 from ggmodules.storage.outbox import Outbox, OutboxPage
 
 # The last number drawn, then (a subquery correlated to it, so run after it) the transactions holding the
-# outbox's write lock. OFFSET 0 keeps the first read a scan of its own, evaluated before the second.
-_DRAWN_THEN_WRITERS = text(
+# outbox's write lock. OFFSET 0 keeps the first read a scan of its own, evaluated before the second. The
+# table, its sequence and the database are given by oid (`_OIDS`, read once): a name cast to regclass in the
+# lock scan's filter is looked up again for every lock row, which made this read cost several times a plain
+# query.
+DRAWN_THEN_WRITERS = text(
     "SELECT d.drawn, ARRAY("
     "  SELECT l.virtualtransaction FROM pg_locks l"
     "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
-    "  AND l.relation = CAST(:table AS regclass)"
-    "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
+    "  AND l.relation = CAST(:relation AS oid) AND l.database = CAST(:database AS oid)"
     "  AND coalesce(d.drawn, 0) >= 0"
     ") FROM ("
-    "  SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))"
-    "  AS drawn OFFSET 0"
+    "  SELECT pg_sequence_last_value(CAST(CAST(:sequence AS oid) AS regclass)) AS drawn OFFSET 0"
     ") d"
+)
+_OIDS = text(
+    "SELECT CAST(CAST(CAST(:table AS text) AS regclass) AS oid) AS relation,"
+    " CAST(CAST(pg_get_serial_sequence(CAST(:table AS text), 'origin_seq') AS regclass) AS oid) AS sequence,"
+    " (SELECT oid FROM pg_database WHERE datname = current_database()) AS database"
 )
 # Barriers kept while writers are slow to end; past this the newest is replaced (which only delays).
 MAX_BARRIERS = 32
@@ -61,10 +67,22 @@ class Frontier:
         self._table = table
         self._final = 0
         self._barriers: deque[_Barrier] = deque()
+        self._oids: dict[str, int] | None = None
+
+    def oids(self, conn: Connection) -> dict[str, int]:
+        """The parameters of DRAWN_THEN_WRITERS: the table's, its sequence's and the database's oids."""
+        if self._oids is None:
+            found = conn.execute(_OIDS, {"table": self._table}).one()._mapping
+            self._oids = {key: int(value) for key, value in found.items()}
+        return self._oids
 
     def advance(self, conn: Connection) -> tuple[int, bool]:
         """(every origin_seq up to this is final, whether numbers beyond it are still outstanding)."""
-        last, holding = conn.execute(_DRAWN_THEN_WRITERS, {"table": self._table}).one()
+        last, holding = conn.execute(DRAWN_THEN_WRITERS, self.oids(conn)).one()
+        return self.moved(last, holding)
+
+    def moved(self, last: int | None, holding: list[str]) -> tuple[int, bool]:
+        """`advance`, given what DRAWN_THEN_WRITERS returned."""
         drawn, writers = int(last or 0), frozenset(holding)
         # A barrier none of whose writers still holds the lock: everything it drew is final.
         for barrier in self._barriers:

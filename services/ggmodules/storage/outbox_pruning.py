@@ -52,6 +52,10 @@ class OutboxPositions:
         # Read after every page a watcher sends: built once (text), so nothing is compiled per page.
         self._pruned_through = text(f"SELECT value FROM {self._table.name} WHERE name = :name")
 
+    @property
+    def table_name(self) -> str:
+        return str(self._table.name)
+
     # ---- followers ----------------------------------------------------------------------------------
 
     def ack(self, conn: Connection, follower: str, durable_origin_seq: int) -> None:
@@ -94,7 +98,10 @@ class OutboxPositions:
     def check(self, conn: Connection, after: int, page: OutboxPage) -> OutboxPage:
         """`page`, read after `after`, with a head that never goes back below what was pruned; refused when
         events past `after` were pruned. Called after the page's rows were read (see the module doc)."""
-        pruned = self.pruned_through(conn)
+        return self.checked(after, self.pruned_through(conn), page)
+
+    def checked(self, after: int, pruned: int, page: OutboxPage) -> OutboxPage:
+        """`check` given `pruned_through` as read with or after the page's rows."""
         if after < pruned:
             raise OutOfRange(
                 f"after_origin_seq {after} is older than what the {self._outbox.origin} outbox retains: "

@@ -111,7 +111,8 @@ class Follower:
                 self._durable = stored
                 self._to_ack.set()
             while True:
-                response = await asyncio.wait_for(call.read(), SILENCE_SECONDS)
+                async with asyncio.timeout(SILENCE_SECONDS):  # no task of its own per message (wait_for)
+                    response = await call.read()
                 if response is grpc.aio.EOF:
                     return arrived
                 arrived = True

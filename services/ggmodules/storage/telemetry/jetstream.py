@@ -17,11 +17,13 @@ several hosts may be given comma-separated (`nats://a:4222,b:4222`).
   earlier one.
 - Retention is the stream's: max messages (`Retention.events`), max age (`seconds`), max bytes (`bytes`),
   the oldest discarded first. `pruned_through` is the stream's first sequence minus one.
-- Subscribe is an ordered push consumer filtered to the stream's subjects, starting at the cursor. While
-  behind (the last message said more were pending), a gap in sequences is checked against the stream's
-  first sequence, so a position overtaken by retention is refused OUT_OF_RANGE, not skipped. The heartbeat
-  cursor is how far the consumer has looked through the stream (its delivered stream sequence), once it
-  has nothing pending and nothing undelivered here.
+- Subscribe: a caught-up subscription reads the newest events from memory, held once per process by one
+  consumer over the whole stream (jetstream_tail.py). One further behind reads through an ordered push
+  consumer of its own, filtered to its subjects, from its cursor until it has caught up with what is held.
+  While behind, a gap in sequences is checked against the stream's first sequence, so a position overtaken
+  by retention is refused OUT_OF_RANGE, not skipped. An idle stream's heartbeat cursor is how far it has
+  looked through the stream (what is held; or its consumer's delivered stream sequence, once nothing is
+  pending or undelivered here).
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import asyncio
 import base64
 import re
 import time
-from collections.abc import AsyncIterator, Callable, Iterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
@@ -43,6 +45,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
+from ggmodules.storage.telemetry.jetstream_tail import At, Tail
 from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
@@ -50,6 +53,7 @@ DEFAULT_STREAM = "GGMODULES_TELEMETRY"
 DEFAULT_PREFIX = "ggmodules.telemetry"
 PUBLISH_TIMEOUT = 10.0
 CLOSE_SECONDS = 5.0
+SAVE_EVERY_SECONDS = 0.25
 # What a subscription may hold in memory ahead of its gRPC stream before JetStream's flow control stalls it.
 PENDING_MSGS = 20_000
 _PLAIN = re.compile(r"[A-Za-z0-9_-]+")
@@ -108,6 +112,8 @@ class JetStreamEventLog:
         # What the subscriptions received, decoded once for all of them (every subscription's consumer gets
         # its own copy of a message).
         self._decoded = Decoded()
+        # The newest events, held once for every caught-up subscription (jetstream_tail.py).
+        self._tail = Tail(retention, repo.recent.max_bytes)  # bounded as the SQL log's cache
 
     # ---- lifecycle --------------------------------------------------------------------------------------
 
@@ -132,6 +138,18 @@ class JetStreamEventLog:
             await self._js.add_stream(config)
         else:
             await self._js.update_stream(config)
+        await self._tail.start(self.bounds, self._open_tail, self._decoded.get)
+
+    async def _open_tail(self, first: int, received: Callable[[Any], Awaitable[None]]) -> Any:
+        return await self._js.subscribe(
+            f"{self.prefix}.>",
+            stream=self.stream,
+            cb=received,
+            ordered_consumer=True,
+            deliver_policy=DeliverPolicy.BY_START_SEQUENCE,
+            config=ConsumerConfig(opt_start_seq=first),
+            pending_msgs_limit=PENDING_MSGS,
+        )
 
     async def close(self) -> None:
         """Saves the positions not saved yet and disconnects, each within CLOSE_SECONDS (a position not
@@ -139,6 +157,8 @@ class JetStreamEventLog:
         if self._saver is not None:
             self._saver.cancel()
             await asyncio.gather(self._saver, return_exceptions=True)
+        with suppress(Exception):
+            await asyncio.wait_for(self._tail.stop(), CLOSE_SECONDS)
         with suppress(Exception):
             await asyncio.wait_for(self._save_positions(), CLOSE_SECONDS)
         if self._nc is not None:
@@ -154,6 +174,8 @@ class JetStreamEventLog:
             except Exception:  # the database is away: keep them for the next round
                 await asyncio.sleep(0.5)
                 self._saving.set()
+            else:  # what is published meanwhile goes with the next write: one a while, not one an event
+                await asyncio.sleep(SAVE_EVERY_SECONDS)
 
     async def _save_positions(self) -> None:
         unsaved, self._unsaved = self._unsaved, {}
@@ -178,14 +200,18 @@ class JetStreamEventLog:
         return f"{self.prefix}.{token(run_id)}.{token(agent_id)}"
 
     async def _publish(self, event: event_pb2.Event) -> tuple[int, bool]:
+        payload = event.SerializeToString()
         ack = await self._js.publish(
             self.subject(event.run_id, event.agent_id),
-            event.SerializeToString(),
+            payload,
             timeout=PUBLISH_TIMEOUT,
             stream=self.stream,
             headers={"Nats-Msg-Id": dedupe_id(event)},
         )
-        return int(ack.seq), bool(ack.duplicate)
+        seq, duplicate = int(ack.seq), bool(ack.duplicate)
+        if not duplicate:
+            self._tail.published(StoredEvent(seq, event, len(payload)))
+        return seq, duplicate
 
     async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
         if origin not in self._highest:
@@ -275,12 +301,45 @@ class JetStreamEventLog:
         self, where: StreamFilter, after_cursor: int, idle: float
     ) -> AsyncIterator[StreamItem]:
         _, pruned = await self.bounds()
-        position = start_position(after_cursor, pruned)
+        at = At(start_position(after_cursor, pruned))
         with _reachable(self.servers, "following the stream"):
-            async for item in self._follow(where, position, idle):
+            async for item in self._serve(where, at, idle):
                 yield item
 
-    async def _follow(self, where: StreamFilter, position: int, idle: float) -> AsyncIterator[StreamItem]:
+    async def _serve(self, where: StreamFilter, at: At, idle: float) -> AsyncIterator[StreamItem]:
+        """From the tail's memory while it holds the position (as the SQL log serves from its cache), else
+        through a consumer of the subscription's own until it has caught up with the tail."""
+        tail = self._tail
+        last_sent = time.monotonic()
+        while True:
+            if not tail.holds(at.position):
+                async for item in self._follow(where, at, idle):
+                    yield item
+                last_sent = time.monotonic()
+                continue
+            seen = tail.signal.version
+            assert tail.recent is not None
+            got = tail.recent.read(where, at.position, BATCH)
+            if got is None:  # the tail let go of it meanwhile
+                continue
+            check_retained(at.position, got.pruned_through)
+            if got.events:
+                yield got.events
+                last_sent = time.monotonic()
+            if got.full:
+                at.position = got.events[-1].cursor
+                continue
+            at.position = max(at.position, got.head)
+            idle_left = idle - (time.monotonic() - last_sent)
+            if idle_left <= 0:
+                yield Heartbeat(at.position)
+                last_sent, idle_left = time.monotonic(), idle
+            await tail.signal.wait(seen, idle_left)
+
+    async def _follow(self, where: StreamFilter, at: At, idle: float) -> AsyncIterator[StreamItem]:
+        """Through a consumer of the subscription's own, from `at.position`, until it has caught up with
+        what the tail holds (`at.position` follows what was sent)."""
+        position = at.position
         sub = await self._js.subscribe(
             self.filter_subject(where),
             stream=self.stream,
@@ -297,9 +356,11 @@ class JetStreamEventLog:
                 try:
                     msg = await sub.next_msg(timeout=max(idle_left, 0.001))
                 except nats.errors.TimeoutError:
-                    position = await self._looked_through(sub, position)
+                    position = at.position = await self._looked_through(sub, position)
                     yield Heartbeat(position)
                     last_sent = time.monotonic()
+                    if self._tail.holds(position):
+                        return
                     continue
                 batch: list[StoredEvent] = []
                 while True:
@@ -316,17 +377,19 @@ class JetStreamEventLog:
                         break
                     msg = await sub.next_msg(timeout=None)
                 yield batch
+                at.position = position
                 last_sent = time.monotonic()
+                if not behind and self._tail.holds(position):
+                    return
         finally:
             with suppress(nats.errors.Error):  # the connection is gone, and the consumer with it
                 await sub.unsubscribe()
 
     async def _looked_through(self, sub: Any, position: int) -> int:
         """How far an idle subscription has seen the whole stream: the consumer's delivered stream sequence
-        when nothing matching is pending and nothing delivered waits here (the answer to the info request
-        comes after every message the server sent before it, on the same connection). A consumer the server
-        no longer has (it restarted, or lost this connection) ends the stream UNAVAILABLE: the subscriber
-        resumes from its last cursor."""
+        when nothing matching is pending and nothing delivered waits here (the info answer comes after every
+        message sent before it, on the same connection). A consumer the server no longer has (it restarted,
+        or lost this connection) ends the stream UNAVAILABLE: the subscriber resumes from its cursor."""
         info = await sub.consumer_info()
         if int(info.num_pending) == 0 and sub.pending_msgs == 0:
             return max(position, int(info.delivered.stream_seq))

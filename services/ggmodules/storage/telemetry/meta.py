@@ -3,6 +3,7 @@ far the log is pruned), kept in the database so every replica reads the same."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from sqlalchemy import select, text
@@ -19,6 +20,8 @@ def value(conn: Connection, key: str) -> int:
 
 # One plain statement per shape (dialect, keys set, keys raised): nothing compiled per write.
 _STATEMENTS: dict[tuple[bool, int, int], Any] = {}
+_SQL: dict[tuple[bool, int, int], str] = {}
+_PSYCOPG: dict[tuple[bool, int, int], str] = {}  # the same text with psycopg's placeholders
 
 
 def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str, int] | None = None) -> None:
@@ -28,6 +31,35 @@ def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str
     if not sets and not raises:
         return
     postgres = conn.dialect.name == "postgresql"
+    shape = _shape(postgres, sets, raises)
+    params = _params(sets, raises)
+    if postgres:
+        conn.execute(_STATEMENTS[shape], params)
+    else:  # sqlite3 takes the same named parameters: no Core execution on an event's way
+        conn.connection.dbapi_connection.execute(_SQL[shape], params)  # type: ignore[union-attr]
+
+
+def write_and_commit(conn: Connection, sets: dict[str, int], raises: dict[str, int]) -> None:
+    """PostgreSQL: `write`, then COMMIT, in one round trip (psycopg's pipeline mode); the transaction has
+    ended when it returns (SQLAlchemy's own COMMIT after it finds nothing open and sends nothing)."""
+    raw: Any = conn.connection.dbapi_connection
+    cursor = raw.cursor()
+    with raw.pipeline():
+        if sets or raises:
+            shape = _shape(True, sets, raises)
+            cursor.execute(_PSYCOPG[shape], _params(sets, raises))
+        raw.commit()
+
+
+def _params(sets: dict[str, int], raises: dict[str, int]) -> dict[str, Any]:
+    params: dict[str, Any] = {}
+    for i, (key, v) in enumerate([*sets.items(), *raises.items()]):
+        params[f"k{i}"], params[f"v{i}"] = key, v
+    return params
+
+
+def _shape(postgres: bool, sets: dict[str, int], raises: dict[str, int]) -> tuple[bool, int, int]:
+    """The statement for this shape, built the first time."""
     shape = (postgres, len(sets), len(raises))
     if shape not in _STATEMENTS:
         rows = ", ".join(f"(:k{i}, :v{i})" for i in range(len(sets) + len(raises)))
@@ -35,11 +67,8 @@ def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str
         larger = "greatest" if postgres else "max"  # scalar max on SQLite
         update = (f"CASE WHEN tel_meta.key IN ({raised}) THEN {larger}(tel_meta.value, excluded.value) "
                  "ELSE excluded.value END") if raises else "excluded.value"  # fmt: skip
-        _STATEMENTS[shape] = text(
-            f"INSERT INTO tel_meta (key, value) VALUES {rows} "
-            f"ON CONFLICT (key) DO UPDATE SET value = {update}"
-        )
-    params: dict[str, Any] = {}
-    for i, (key, v) in enumerate([*sets.items(), *raises.items()]):
-        params[f"k{i}"], params[f"v{i}"] = key, v
-    conn.execute(_STATEMENTS[shape], params)
+        _SQL[shape] = (f"INSERT INTO tel_meta (key, value) VALUES {rows} "
+                       f"ON CONFLICT (key) DO UPDATE SET value = {update}")  # fmt: skip
+        _STATEMENTS[shape] = text(_SQL[shape])
+        _PSYCOPG[shape] = re.sub(r":(k|v)(\d+)", r"%(\1\2)s", _SQL[shape])
+    return shape

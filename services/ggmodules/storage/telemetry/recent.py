@@ -83,11 +83,20 @@ class RecentEvents:
                 self._floor = oldest.cursor
             self._pruned_through = max(self._pruned_through, pruned_through)
 
+    def holds(self, after: int) -> bool:
+        """Whether every stored event after `after` is held (or was never stored)."""
+        with self._lock:
+            return after >= self._floor
+
     @property
     def head(self) -> int:
         """The newest cursor held (everything up to it that was stored is here or below the floor)."""
         with self._lock:
             return self._head
+
+    @property
+    def max_bytes(self) -> int:
+        return self._max_bytes
 
     @property
     def held(self) -> tuple[int, int]:

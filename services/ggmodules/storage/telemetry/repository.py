@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import delete, event, func, select, text
+from sqlalchemy import delete, event, func, select
 from sqlalchemy.engine import Connection, Engine
 from sqlmodel import create_engine
 
@@ -34,6 +34,7 @@ from ggmodules.core.telemetry.turns import KnownAgent
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.idempotency import RequestLog
+from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.telemetry import agents, event_rows, meta
@@ -85,6 +86,11 @@ class TelemetryRepository:
         # memory.
         self._shared = engine.dialect.name == "postgresql"
         self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
+        # SQLite: every write of the log (under `_lock`, one at a time) runs on one connection kept open, as
+        # ModuleStore's do: no pool checkout on an event's way to its subscribers.
+        self._pinned = None if self._shared else engine.connect()
+        # PostgreSQL: the same, kept out of the pool (no pre-ping round trip a write), let go when broken.
+        self._kept = KeptConnection(engine) if self._shared else None
         self._bounds = RetentionBounds(retention)
         self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
         self._refreshing = threading.Lock()
@@ -105,10 +111,7 @@ class TelemetryRepository:
     def _load_stored(self, conn: Connection, extra: list[str]) -> tuple[int, int]:
         """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
         made before them); the `extra` keys read with them go to `self._read_meta`."""
-        m = meta.META.c
-        rows: dict[str, int] = dict(
-            conn.execute(select(m.key, m.value).where(m.key.in_([STORED, STORED_BYTES, *extra]))).all()
-        )
+        rows = _locked_meta(conn, [STORED, STORED_BYTES, *extra])
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES])
@@ -127,9 +130,8 @@ class TelemetryRepository:
             self._pending, self._pending_pruned, self._raises = [], 0, {}
             stored, stored_bytes = self._stored, self._stored_bytes
             try:
-                with self.engine.begin() as conn:
+                with self._transaction() as conn:
                     if self._shared:
-                        conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _LOCK_KEY})
                         extra = [f"origin/{origin}"] if origin else []
                         stored, stored_bytes = self._load_stored(conn, extra)
                         self._stored, self._stored_bytes = stored, stored_bytes
@@ -137,7 +139,9 @@ class TelemetryRepository:
                     self._prune(conn)
                     counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
                     moved = self._shared and (self._stored, self._stored_bytes) != (stored, stored_bytes)
-                    meta.write(conn, counts if moved else {}, self._raises)
+                    # PostgreSQL: with the COMMIT in one round trip (the block's own COMMIT sends nothing).
+                    write = meta.write_and_commit if self._shared else meta.write
+                    write(conn, counts if moved else {}, self._raises)
             except DomainError:
                 self._stored, self._stored_bytes = stored, stored_bytes  # a refusal: nothing committed
                 raise
@@ -147,6 +151,31 @@ class TelemetryRepository:
                 raise
             self._publish_recent(sorted(self._pending, key=lambda s: s.cursor), self._pending_pruned)
             self.committed.notify()
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Connection]:
+        if self._pinned is None:
+            assert self._kept is not None
+            with self._kept.connection() as conn, conn.begin():
+                yield conn
+            return
+        # Begun on the DBAPI connection itself, as ModuleStore's are (modulestore/transaction.py): a Core
+        # statement joins it (storage/engine.py) and SQLAlchemy then ends it.
+        pinned, raw = self._pinned, self._pinned.connection.dbapi_connection
+        assert raw is not None
+        raw.execute("BEGIN IMMEDIATE")
+        try:
+            yield pinned
+            if pinned.in_transaction():
+                pinned.commit()
+            else:
+                raw.execute("COMMIT")
+        except BaseException:  # the body, or a COMMIT that failed (busy): nothing of it stays
+            if pinned.in_transaction():
+                pinned.rollback()
+            if raw.in_transaction:
+                raw.execute("ROLLBACK")
+            raise
 
     def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
         """Hands what this process committed to the recent-events cache when it follows on from the cache's
@@ -301,9 +330,30 @@ class TelemetryRepository:
             return head, meta.value(conn, PRUNED_THROUGH)
 
     def close(self) -> None:
+        if self._pinned is not None:
+            self._pinned.close()
+        if self._kept is not None:
+            self._kept.close()
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
+
+
+_LOCK = "SELECT pg_advisory_xact_lock(%s)"
+_META = "SELECT key, value FROM tel_meta WHERE key = ANY(%s)"
+
+
+def _locked_meta(conn: Connection, keys: list[str]) -> dict[str, int]:
+    """PostgreSQL: takes the write lock, then reads the `keys` of tel_meta, in one round trip (with the
+    transaction's BEGIN: psycopg's pipeline mode sends the three at once). The server runs them in order and
+    the read's snapshot is taken after the lock is held, so it sees every write committed before."""
+    raw = conn.connection.dbapi_connection
+    assert raw is not None
+    lock, read = raw.cursor(), raw.cursor()
+    with raw.pipeline():
+        lock.execute(_LOCK, (_LOCK_KEY,))
+        read.execute(_META, (keys,))
+    return {str(k): int(v) for k, v in read.fetchall()}
 
 
 def _reader_engine(engine: Engine) -> Engine:
