@@ -84,10 +84,17 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         after = max(request.after_origin_seq, 0)
         feed = OutboxFeed(self._outbox)
         pipelined = PipelinedFeed(self._outbox, self._positions)
+        # ModuleStore's outbox numbers its stream seqs when read (storage/outbox_sequencing.py): the one-
+        # statement reads (pinned, pipelined) would pass over that, so it is read through Outbox.read.
+        numbered_when_read = self._outbox.sequenced
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
-            if self._pinned is not None and self._pinned.usable:
+            if numbered_when_read:  # Outbox.read numbers and reads, in a transaction
+                page = await self._run(
+                    self._writing, lambda conn, after=after: self._read(feed, None, conn, after)
+                )
+            elif self._pinned is not None and self._pinned.usable:
                 page = self._pinned.read(after, BATCH)
             else:
                 page = await self._run(
@@ -104,8 +111,10 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 
-    def _read(self, feed: OutboxFeed, pipelined: PipelinedFeed, conn: Connection, after: int) -> OutboxPage:
-        if conn.dialect.name == "postgresql":  # the frontier, the page and the pruning point at once
+    def _read(
+        self, feed: OutboxFeed, pipelined: PipelinedFeed | None, conn: Connection, after: int
+    ) -> OutboxPage:
+        if pipelined is not None and conn.dialect.name == "postgresql":  # frontier, page, pruning at once
             return pipelined.read(conn, after, BATCH)
         page = feed.read(conn, after, BATCH)
         return self._positions.check(conn, after, page)  # after the rows: a prune between the two is seen

@@ -88,6 +88,12 @@ class Outbox:
         return self._rows
 
     @property
+    def sequenced(self) -> bool:
+        """Whether its stream seqs are numbered when it is read (storage/outbox_sequencing.py): only
+        `read` may then serve it."""
+        return self._sequencer is not None
+
+    @property
     def table_name(self) -> str:
         return str(self._rows.name)
 
