@@ -211,7 +211,10 @@ def bytes_per_byte(directory: Path) -> None:
     print(f"  ModuleStore, once pruned       {ms:5.2f}x   (target <= 1.5x){'' if ms <= 1.5 else '   MISSED'}")
     print(f"  Telemetry                      {tel:5.2f}x   (target <= 2x){'' if tel <= 2 else '   MISSED'}")
     print(f"  Registry                       {grown['registry'] / payload:5.2f}x")
-    print(f"  all three together             {total:5.2f}x   (issue 14 measured 6.6x on main)")
+    # Issue 14's "<= 2x in all": the services' growth summed (the issue's 6.6x was that sum).
+    missed = "" if total <= 2 else "   MISSED"
+    print(f"  all three together             {total:5.2f}x   (target <= 2x in all){missed}"
+          f"   (issue 14 measured 6.6x on main)")
 
 
 def holder_costs(directory: Path, backend: str, pg_url: str) -> None:
