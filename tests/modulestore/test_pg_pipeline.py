@@ -131,3 +131,28 @@ def test_a_write_after_its_connection_was_killed_is_served(
     page = repo.read_outbox(0, 100, run)
     written = [e.write.delta.history.messages[0] for e in page.events if e.WhichOneof("body") == "write"]
     assert [m.content for m in written] == ["before", "after", "again"]
+
+
+def _pg_dsn(url: str) -> str:
+    return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+
+
+def test_a_connection_lost_at_commit_is_never_taken_for_nothing_committed(
+    servicer: tuple[ModuleStoreServicer, ModuleStoreRepository, str],
+) -> None:
+    """R48/R49: when the round trip that carries COMMIT loses its connection, whether COMMIT ran is unknown,
+    so the failure must not say "before commit" (the group commit would then apply the batch again); a
+    statement that fails ahead of COMMIT does say so (the pipeline stopped there, nothing committed)."""
+    _, _, url = servicer
+    with psycopg.connect(_pg_dsn(url), autocommit=True) as conn:
+        pg_pipeline.send(conn, [("BEGIN", None)], [])
+        with pytest.raises(psycopg.Error) as failed:
+            pg_pipeline.send(conn, [], [("SELECT 1 / 0", None)], commit=True)
+        assert failed.value.before_commit is True  # type: ignore[attr-defined]
+
+    with psycopg.connect(_pg_dsn(url), autocommit=True) as conn, psycopg.connect(_pg_dsn(url)) as admin:
+        pg_pipeline.send(conn, [("BEGIN", None)], [])
+        admin.execute("SELECT pg_terminate_backend(%s)", (conn.info.backend_pid,))
+        with pytest.raises(psycopg.Error) as lost:
+            pg_pipeline.send(conn, [], [("SELECT 1", None)], commit=True)
+        assert lost.value.before_commit is False  # type: ignore[attr-defined]

@@ -106,8 +106,13 @@ def send(
         try:
             results = _run(conn.pgconn, session, commands)
         except errors.Error as exc:
-            # A statement before COMMIT failed: COMMIT did not run, nothing of the transaction is committed.
-            exc.before_commit = commit and getattr(exc, "command", -1) < len(commands) - 1  # type: ignore[attr-defined]
+            # Only a result the server sent says where the pipeline stopped (`command`, set by _run; -1 for a
+            # failed PREPARE): a statement before COMMIT failed, so COMMIT did not run and nothing of the
+            # transaction is committed. A connection lost part way carries no `command`: COMMIT may have run
+            # (the answer was lost, not the commit), so it is never taken as "nothing committed" — the batch
+            # would be applied again.
+            stopped = getattr(exc, "command", None)
+            exc.before_commit = commit and stopped is not None and stopped < len(commands) - 1  # type: ignore[attr-defined]
             raise
     first = len(waiting)
     out = []
