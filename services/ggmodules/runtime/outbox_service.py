@@ -14,8 +14,9 @@ PostgreSQL they can commit out of order, so the stream sends only as far as the 
 frontier are outstanding, the stream looks again every `HELD_RECHECK_SECONDS`: the transaction holding
 them may be another process's, whose end no commit signal of this one announces.
 
-On SQLite's pinned connection (ModuleStore inline) a page is one prepared statement on the DBAPI connection
-(storage/outbox_pinned.py), not a transaction of Core statements: that read is on every event's way out.
+On PostgreSQL a page is one round trip (the frontier, the page and the pruning point pipelined,
+storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when read
+(storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing.
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
@@ -39,7 +40,6 @@ from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
-from ggmodules.storage.outbox_pinned import PinnedFeed
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
@@ -64,7 +64,6 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         run: Run,
         positions: OutboxPositions,
         writing: Writing,
-        pinned: PinnedFeed | None = None,
     ) -> None:
         self._outbox = outbox
         self._reading = reading
@@ -72,7 +71,6 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self._run = run
         self._positions = positions
         self._writing = writing
-        self._pinned = pinned
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -84,8 +82,8 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         after = max(request.after_origin_seq, 0)
         feed = OutboxFeed(self._outbox)
         pipelined = PipelinedFeed(self._outbox, self._positions)
-        # ModuleStore's outbox numbers its stream seqs when read (storage/outbox_sequencing.py): the one-
-        # statement reads (pinned, pipelined) would pass over that, so it is read through Outbox.read.
+        # ModuleStore's outbox numbers its stream seqs when read (storage/outbox_sequencing.py): the
+        # pipelined read would pass over that, so it is read through Outbox.read.
         numbered_when_read = self._outbox.sequenced
         last_sent = time.monotonic()
         while True:
@@ -94,8 +92,6 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 page = await self._run(
                     self._writing, lambda conn, after=after: self._read(feed, None, conn, after)
                 )
-            elif self._pinned is not None and self._pinned.usable:
-                page = self._pinned.read(after, BATCH)
             else:
                 page = await self._run(
                     self._reading, lambda conn, after=after: self._read(feed, pipelined, conn, after)

@@ -33,9 +33,7 @@ from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
-from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
-from ggmodules.storage.outbox_pinned import PinnedFeed
 
 T = TypeVar("T")
 SERVICE_NAME = svc.DESCRIPTOR.services_by_name["ModuleStoreService"].full_name
@@ -55,13 +53,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     inline = is_sqlite(engine)
     repo = ModuleStoreRepository(engine, pinned=inline, limits=store_limits_from())
     run = run_inline if inline else run_in_thread
-    # SQLite: pruning runs inline too, on the pinned connection, in batches short enough not to be felt.
-    pinned = repo.transactions.pinned_dbapi
-    feed = PinnedFeed(pinned, repo.outbox.rows, repo.positions) if pinned is not None else None
-    # PostgreSQL: the watchers read on one connection kept out of the pool, each statement on its own.
-    kept = None if inline else KeptConnection(engine, autocommit=True)
-    reading = repo.read if kept is None else kept.read
-    outbox = OutboxServicer(repo.outbox, reading, repo.committed, run, repo.positions, repo.read, feed)
+    # WatchOutbox numbers the outbox's stream seqs as it reads (storage/outbox_sequencing.py), so its reads
+    # are writes: `repo.read` is the transaction for both. SQLite: pruning runs inline too, on the pinned
+    # connection, in batches short enough not to be felt.
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read)
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
@@ -84,8 +79,6 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         await housekeeper.stop()
         if listener is not None:
             listener.stop()
-        if kept is not None:
-            kept.close()
         repo.close()
 
     return Service(
