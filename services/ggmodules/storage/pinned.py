@@ -11,10 +11,11 @@ ends it. Any other thread (a worker thread, PostgreSQL always) takes a connectio
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
 
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.storage.contention import DEFAULT, Retries, retrying
 from ggmodules.storage.engine import is_sqlite
@@ -44,22 +45,29 @@ class Transact:
     def _on_pinned(self, work: Callable[[Tx], T]) -> T:
         pinned, raw = self._pinned, self._raw
         assert pinned is not None and raw is not None
-        raw.execute("BEGIN IMMEDIATE")
-        try:
-            result = work(Tx(pinned, dbapi=raw))
-            if pinned.in_transaction():  # a Core statement joined: SQLAlchemy ends the transaction
-                pinned.commit()
-            else:
-                raw.execute("COMMIT")
-        except BaseException:  # refused, lost to a concurrent one, or the commit failed: nothing applied
-            if pinned.in_transaction():
-                pinned.rollback()
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
-        return result
+        with pinned_transaction(pinned, raw):
+            return work(Tx(pinned, dbapi=raw))
 
     def close(self) -> None:
         if self._pinned is not None:
             self._pinned.close()
             self._pinned = self._raw = None
+
+
+@contextmanager
+def pinned_transaction(pinned: Connection, raw: Any) -> Iterator[None]:
+    """A transaction on SQLite's pinned connection `pinned` (its DBAPI connection `raw`), begun and ended on
+    `raw` itself; a Core statement run inside joins it (storage/engine.py), and SQLAlchemy then ends it."""
+    raw.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+        if pinned.in_transaction():  # a Core statement joined: SQLAlchemy ends the transaction
+            pinned.commit()
+        else:
+            raw.execute("COMMIT")
+    except BaseException:  # refused, lost to a concurrent one, or the commit failed: nothing applied
+        if pinned.in_transaction():
+            pinned.rollback()
+        if raw.in_transaction:
+            raw.execute("ROLLBACK")
+        raise

@@ -37,6 +37,7 @@ from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.pinned import pinned_transaction
 from ggmodules.storage.telemetry import agents, event_rows, meta
 from ggmodules.storage.telemetry.recent import (
     CAPACITY,
@@ -159,23 +160,11 @@ class TelemetryRepository:
             with self._kept.connection() as conn, conn.begin():
                 yield conn
             return
-        # Begun on the DBAPI connection itself, as ModuleStore's are (modulestore/transaction.py): a Core
-        # statement joins it (storage/engine.py) and SQLAlchemy then ends it.
+        # Begun on the DBAPI connection itself, as ModuleStore's are (modulestore/transaction.py).
         pinned, raw = self._pinned, self._pinned.connection.dbapi_connection
         assert raw is not None
-        raw.execute("BEGIN IMMEDIATE")
-        try:
+        with pinned_transaction(pinned, raw):
             yield pinned
-            if pinned.in_transaction():
-                pinned.commit()
-            else:
-                raw.execute("COMMIT")
-        except BaseException:  # the body, or a COMMIT that failed (busy): nothing of it stays
-            if pinned.in_transaction():
-                pinned.rollback()
-            if raw.in_transaction:
-                raw.execute("ROLLBACK")
-            raise
 
     def _publish_recent(self, stored: list[StoredEvent], pruned_through: int) -> None:
         """Hands what this process committed to the recent-events cache when it follows on from the cache's
