@@ -90,3 +90,19 @@ def test_a_refused_watch_read_rolls_back_and_the_connection_serves_the_next(
     assert not repo.transactions.pinned_dbapi.in_transaction  # rolled back
     write(repo, "a-0")
     assert [e.stream_seq for e in watch_read(repo, 3).events] == [4]
+
+
+def test_a_caught_up_watch_read_reads_the_new_rows_once(repo: ModuleStoreRepository) -> None:
+    """The rows it numbers are its page: they are not selected again to be served."""
+    write(repo, "a-0")
+    first = watch_read(repo, 0)
+    write(repo, "a-0", "a-1")
+    statements: list[str] = []
+    repo.transactions.pinned_dbapi.set_trace_callback(statements.append)
+    try:
+        page = watch_read(repo, first.events[-1].origin_seq)
+    finally:
+        repo.transactions.pinned_dbapi.set_trace_callback(None)
+    assert [(e.agent_id, e.stream_seq) for e in page.events] == [("a-0", 2), ("a-1", 1)]
+    payloads_read = [s for s in statements if s.lstrip().upper().startswith("SELECT") and "payload" in s]
+    assert len(payloads_read) == 1, statements

@@ -22,7 +22,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.outbox_append import Appender
-from ggmodules.storage.outbox_sequencing import Sequencer
+from ggmodules.storage.outbox_sequencing import Numbered, Sequencer
 from ggmodules.storage.prepared import Prepared, Tx
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
@@ -136,10 +136,18 @@ class Outbox:
             self._pages[key] = _summed(self._rows, bool(run_id))
         while True:
             left = False
+            handed: Numbered | None = None
             if self._sequencer is not None:  # only rows numbered on their streams are read
-                numbered, left = self._sequencer.sequence(conn, through)
+                # SQLite, a reader of every run positioned where numbering starts (a caught-up watcher): the
+                # rows the sequencer numbers are every row after it, so they are its page.
+                told = Numbered() if not postgres and not run_id and through is None else None
+                numbered, left = self._sequencer.sequence(conn, through, told)
                 params["through"] = numbered if through is None else min(through, numbered)
-            if postgres:
+                if told is not None and told.after == after_origin_seq and told.newest is not None:
+                    handed = told
+            if handed is not None:
+                found, head, more = handed.rows, handed.newest, False
+            elif postgres:
                 found, head, more = _read_summed(conn, self._pages[key], params)
             else:
                 found, head, more = _read_stepped(conn, self._stepped[bool(run_id)], params)
