@@ -78,12 +78,12 @@ class StoreHolders(NamedTuple):
 
     def head(self) -> StoreHead:
         return StoreHead(
-            Kind(self.kind),
+            _KINDS[self.kind],
             Caps(self.max_items, self.max_bytes),
             Figures(self.items, self.bytes, self.writes),
             self.head_seq,
             self.turn,
-            MemoryStrategy(self.strategy),
+            _STRATEGIES[self.strategy],
             self.skills_directory,
         )
 
@@ -98,9 +98,14 @@ class StoreHolders(NamedTuple):
         return _json_list(self.others_read_sets_json)
 
 
+# The stored numbers' members, looked up (calling an enum class by value costs a microsecond a write).
+_KINDS: dict[int, Kind] = {int(k): k for k in Kind}
+_STRATEGIES: dict[int, MemoryStrategy] = {int(m): m for m in MemoryStrategy}
+
+
 def _json_list(value: Any) -> list[str]:
     """A JSON array as SQLite returns it (text) or psycopg does (parsed; None for no row)."""
-    if value is None:
+    if value is None or value == "[]":  # a store no one else holds: the common case, without a parse
         return []
     return json.loads(value) if isinstance(value, str) else list(value)
 
