@@ -5,6 +5,11 @@ empty answer) and fills the answer in before it commits, so a crash loses both o
 call with the same request id stops at the claim until the first one's transaction ends: it reads the
 first answer when that committed, and claims the id itself when it rolled back (a refusal records nothing;
 the retry then runs again). No call can act on the state the first one is changing before it has its answer.
+
+Where the transaction already holds the database's only write lock from its start (SQLite's BEGIN
+IMMEDIATE: one writer at a time) no concurrent claim can come between, so the claim is a lookup
+(`recall`) and the row is inserted once, with its answer, at the end (`record`): one write of the row
+instead of an insert and an update that grows it (ModuleStore's write path, storage/modulestore/unit.py).
 """
 
 from __future__ import annotations
@@ -76,6 +81,15 @@ class RequestLog:
                 table.c.method == bindparam("method"), table.c.request_id == bindparam("request_id")
             )
         )
+        self._record = Prepared(
+            table.insert().values(
+                method=bindparam("method"),
+                request_id=bindparam("request_id"),
+                request_hash=bindparam("request_hash"),
+                response=bindparam("response"),
+                created_at=bindparam("created_at"),
+            )
+        )
         self._answer = Prepared(
             update(table)
             .where(table.c.method == bindparam("k_method"), table.c.request_id == bindparam("k_request_id"))
@@ -116,15 +130,41 @@ class RequestLog:
     def recall(self, conn: Connection | Tx, method: str, request_id: str, request_hash: str) -> bytes | None:
         """The first answer to this request id, or None if new. Reuse with other content is refused."""
         row = self._recall.one(conn, {"method": method, "request_id": request_id})
-        if row is None:
-            return None
-        if row[0] != request_hash:
-            raise request_id_reused(method, request_id)
-        return bytes(row[1])
+        return None if row is None else recalled(row[0], row[1], method, request_id, request_hash)
+
+    def record(
+        self, conn: Connection | Tx, method: str, request_id: str, request_hash: str, response: bytes
+    ) -> None:
+        """Inserts the request id with its answer, in a transaction that looked it up (`recall`) while it
+        held the write lock, which it has held since (SQLite's BEGIN IMMEDIATE): the row no other writer
+        can have inserted meanwhile. Should one have (another process on the file), the insert fails on
+        the key and the transaction is run again (storage.contention), to find the first answer."""
+        self._record.execute(
+            conn,
+            {
+                "method": method,
+                "request_id": request_id,
+                "request_hash": request_hash,
+                "response": response,
+                "created_at": int(time.time()),
+            },
+        )
 
     def answer(self, conn: Connection | Tx, method: str, request_id: str, response: bytes) -> None:
         """Records the answer of the request id this transaction claimed."""
         self._answer.execute(conn, {"k_method": method, "k_request_id": request_id, "v_response": response})
+
+
+def recalled(
+    stored_hash: str | None, response: bytes | None, method: str, request_id: str, request_hash: str
+) -> bytes | None:
+    """What `recall` returns given the request log's row as read (None, None: no row), by it or by a query
+    that reads the row with others (storage/modulestore/unit.py)."""
+    if stored_hash is None:
+        return None
+    if stored_hash != request_hash:
+        raise request_id_reused(method, request_id)
+    return bytes(response or b"")
 
 
 def _claim(dialect: Any, table: Table) -> Prepared:

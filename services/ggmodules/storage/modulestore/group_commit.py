@@ -237,7 +237,7 @@ class GroupCommit:
         if tx.deferred is not None:
             t = self._transactions
             return pg_write.apply_once(tx, t.outbox, t.requests, m.key, m.apply, m.response_type, m.order)
-        return self._transactions.apply(tx, m.key, m.apply, m.response_type)
+        return self._transactions.apply(tx, m.key, m.apply, m.response_type, m.order)
 
     @staticmethod
     def _roll_back(tx: Tx, end: Callable[[bool], None]) -> None:

@@ -136,10 +136,16 @@ class Transactions:
             raise
 
     def apply(
-        self, tx: Tx, key: RequestKey | None, apply: Callable[[ModuleStoreUnit], M], response_type: type[M]
+        self,
+        tx: Tx,
+        key: RequestKey | None,
+        apply: Callable[[ModuleStoreUnit], M],
+        response_type: type[M],
+        store: tuple[str, ...] = (),
     ) -> M:
-        """One mutation inside the open transaction `tx` (unit.py, `apply_once`)."""
-        return apply_once(tx, self.outbox, self.requests, key, apply, response_type)
+        """One mutation inside the open transaction `tx` (unit.py, `apply_once`; `store`: the store it
+        writes, run id, store id and the writer, or nothing)."""
+        return apply_once(tx, self.outbox, self.requests, key, apply, response_type, store)
 
     def mutate(
         self, key: RequestKey | None, apply: Callable[[ModuleStoreUnit], M], response_type: type[M]

@@ -29,7 +29,7 @@ from ggmodules.core.modules.store import Applied, StoreHead
 from ggmodules.core.roster import Binding, BindPlan, Caps, RosterRow
 from ggmodules.core.vocabulary import MemoryStrategy
 from ggmodules.storage.fan_out import FanOutEntry
-from ggmodules.storage.idempotency import RequestKey, RequestLog
+from ggmodules.storage.idempotency import RequestKey, RequestLog, recalled
 from ggmodules.storage.modulestore import (
     agent_reads,
     archive_index,
@@ -78,12 +78,12 @@ class StoreHolders(NamedTuple):
 
     def head(self) -> StoreHead:
         return StoreHead(
-            Kind(self.kind),
+            _KINDS[self.kind],
             Caps(self.max_items, self.max_bytes),
             Figures(self.items, self.bytes, self.writes),
             self.head_seq,
             self.turn,
-            MemoryStrategy(self.strategy),
+            _STRATEGIES[self.strategy],
             self.skills_directory,
         )
 
@@ -98,9 +98,14 @@ class StoreHolders(NamedTuple):
         return _json_list(self.others_read_sets_json)
 
 
+# The stored numbers' members, looked up (calling an enum class by value costs a microsecond a write).
+_KINDS: dict[int, Kind] = {int(k): k for k in Kind}
+_STRATEGIES: dict[int, MemoryStrategy] = {int(m): m for m in MemoryStrategy}
+
+
 def _json_list(value: Any) -> list[str]:
     """A JSON array as SQLite returns it (text) or psycopg does (parsed; None for no row)."""
-    if value is None:
+    if value is None or value == "[]":  # a store no one else holds: the common case, without a parse
         return []
     return json.loads(value) if isinstance(value, str) else list(value)
 
@@ -110,17 +115,29 @@ def _json_list(value: Any) -> list[str]:
 _HELD = """
 SELECT s.kind, s.max_items, s.max_bytes, s.strategy, s.skills_directory, s.head_seq, s.turn, s.items,
   s.bytes, s.writes, e.status, w.may_write, w.active, w.read_set_id, {ids},
-  CASE WHEN s.kind = {skills} THEN {read_sets} END
+  CASE WHEN s.kind = {skills} THEN {read_sets} END{asked}
 FROM ms_stores s
 LEFT JOIN ms_holders w ON w.run_id = s.run_id AND w.store_id = s.store_id AND w.agent_id = :agent_id
-LEFT JOIN ms_ended_runs e ON e.run_id = s.run_id
+LEFT JOIN ms_ended_runs e ON e.run_id = s.run_id{asked_join}
 WHERE s.run_id = :run_id AND s.store_id = :store_id
 """
+# SQLite, a write with a request id: the request log's row for it read with the store (`apply_once`).
+_ASKED = ", r.request_hash, r.response"
+_ASKED_JOIN = "\nLEFT JOIN ms_requests r ON r.method = :method AND r.request_id = :request_id"
 _OTHERS = (
     "FROM ms_holders o WHERE o.run_id = :run_id AND o.store_id = :store_id AND o.active "
     "AND o.agent_id <> :agent_id"
 )
 _SKILLS = int(Kind.SKILLS)
+# SQLite aggregates the rows in the order its subquery gives them.
+_SQLITE_HELD = {
+    "ids": f"(SELECT json_group_array(h.agent_id) FROM (SELECT o.agent_id {_OTHERS} ORDER BY 1) h)",
+    "read_sets": (
+        "(SELECT json_group_array(h.read_set_id) FROM "
+        f"(SELECT o.agent_id, o.read_set_id {_OTHERS} ORDER BY 1) h)"
+    ),
+    "skills": _SKILLS,
+}
 _LOAD = {
     "postgresql": Prepared(
         text(
@@ -128,24 +145,15 @@ _LOAD = {
                 ids=f"(SELECT json_agg(o.agent_id ORDER BY o.agent_id) {_OTHERS})",
                 read_sets=f"(SELECT json_agg(o.read_set_id ORDER BY o.agent_id) {_OTHERS})",
                 skills=_SKILLS,
+                asked="",
+                asked_join="",
             )
             + "FOR UPDATE OF s"
         )
     ),
-    # SQLite aggregates the rows in the order its subquery gives them.
-    "sqlite": Prepared(
-        text(
-            _HELD.format(
-                ids=f"(SELECT json_group_array(h.agent_id) FROM (SELECT o.agent_id {_OTHERS} ORDER BY 1) h)",
-                read_sets=(
-                    "(SELECT json_group_array(h.read_set_id) FROM "
-                    f"(SELECT o.agent_id, o.read_set_id {_OTHERS} ORDER BY 1) h)"
-                ),
-                skills=_SKILLS,
-            )
-        )
-    ),
+    "sqlite": Prepared(text(_HELD.format(**_SQLITE_HELD, asked="", asked_join=""))),
 }
+_LOAD_ASKED = Prepared(text(_HELD.format(**_SQLITE_HELD, asked=_ASKED, asked_join=_ASKED_JOIN)))
 _KEY = and_(_S.c.run_id == bindparam("run_id"), _S.c.store_id == bindparam("store_id"))
 _STATE = Prepared(select(_S.c.state).where(_KEY))
 _HEAD_COLUMNS = ("head_seq", "turn", "items", "bytes", "writes")
@@ -300,14 +308,51 @@ def apply_once(
     key: RequestKey | None,
     apply: Callable[[ModuleStoreUnit], M],
     response_type: type[M],
+    store: tuple[str, ...] = (),
 ) -> M:
     """One mutation inside the open transaction `tx`: its request id claimed first (R49; the first answer
-    returned if it has one), the use case `apply` run on a unit of work, its answer recorded."""
-    if key is not None:
+    returned if it has one), the use case `apply` run on a unit of work, its answer recorded. On SQLite the
+    transaction holds the write lock from its BEGIN IMMEDIATE: the claim is a lookup and the answer one
+    insert (storage/idempotency.py), which writes the request-log row once instead of twice; and when the
+    mutation names the store it writes (`store`: run id, store id, the writer) the lookup is read in the
+    query that loads that store and its holders for the use case."""
+    unit = ModuleStoreUnit(tx, outbox)
+    if key is None:
+        return apply(unit)
+    locked = tx.dialect.name == "sqlite"
+    if locked and len(store) == 3:
+        first = _load_asked(unit, requests, key, store)
+    elif locked:
+        first = requests.recall(tx, key.method, key.request_id, key.request_hash)
+    else:
         first = requests.claim(tx, key.method, key.request_id, key.request_hash)
-        if first is not None:
-            return response_type.FromString(first)
-    response = apply(ModuleStoreUnit(tx, outbox))
-    if key is not None:
-        requests.answer(tx, key.method, key.request_id, response.SerializeToString(deterministic=True))
+    if first is not None:
+        return response_type.FromString(first)
+    response = apply(unit)
+    answer = response.SerializeToString(deterministic=True)
+    if locked:
+        requests.record(tx, key.method, key.request_id, key.request_hash, answer)
+    else:
+        requests.answer(tx, key.method, key.request_id, answer)
     return response
+
+
+def _load_asked(
+    unit: ModuleStoreUnit, requests: RequestLog, key: RequestKey, store: tuple[str, ...]
+) -> bytes | None:
+    """SQLite: the store `store` names and its holders (kept for `holders`), and the request id's first
+    answer if it has one, in one query; the request log alone when the store is not there."""
+    run_id, store_id, agent_id = store[0], store[1], store[2]
+    params = {
+        "run_id": run_id,
+        "store_id": store_id,
+        "agent_id": agent_id,
+        "method": key.method,
+        "request_id": key.request_id,
+    }
+    row = _LOAD_ASKED.one(unit.tx, params)
+    if row is None:
+        unit.preloaded = ((run_id, store_id, agent_id), None)
+        return requests.recall(unit.tx, key.method, key.request_id, key.request_hash)
+    unit.preloaded = ((run_id, store_id, agent_id), StoreHolders(*row[:-2]))
+    return recalled(row[-2], row[-1], key.method, key.request_id, key.request_hash)
