@@ -13,13 +13,17 @@ from sqlalchemy import func, select
 from sqlalchemy.engine import Engine
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.storage import outbox_sequencing
+from ggmodules.storage import outbox_sequencing, pg_pipeline
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.fan_out import FanOutEntry
+from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition, MsStreamHead
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.outbox_numbering import NumberingFeed
+from ggmodules.storage.outbox_pruning import OutboxPositions
 from tests.harness import BACKENDS, drop_database, new_database_url
+from tests.harness.backends import needs_postgres
 
 HEADS = MsStreamHead.__table__  # type: ignore[attr-defined]
 ROWS = MsOutbox.__table__  # type: ignore[attr-defined]
@@ -28,10 +32,19 @@ ROWS = MsOutbox.__table__  # type: ignore[attr-defined]
 @pytest.fixture(params=BACKENDS)
 def databases(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Callable[[], Engine]]:
     """Makes migrated ModuleStore databases of the backend, dropped after the test."""
+    yield from _databases(request.param, tmp_path)
+
+
+@pytest.fixture
+def pg_databases(tmp_path: Path) -> Iterator[Callable[[], Engine]]:
+    yield from _databases("postgres", tmp_path)
+
+
+def _databases(backend: str, tmp_path: Path) -> Iterator[Callable[[], Engine]]:
     made: list[tuple[str, Engine]] = []
 
     def make() -> Engine:
-        url = new_database_url(request.param, f"sequencing{len(made)}", tmp_path)
+        url = new_database_url(backend, f"sequencing{len(made)}", tmp_path)
         eng = make_engine(url)
         migrate(eng, "modulestore")
         made.append((url, eng))
@@ -131,3 +144,113 @@ def test_a_read_of_one_run_numbers_on_past_other_runs_rows_until_it_finds_its_ow
     with engine.begin() as conn:
         page = box.read(conn, 0, 10, "run-s")
     assert [(e.run_id, e.stream_seq) for e in page.events] == [("run-s", 1)]
+
+
+# ---- WatchOutbox's pipelined numbering read on PostgreSQL (storage/outbox_numbering.py) -----------------
+
+
+def read_all_pipelined(engine: Engine, box: Outbox | None = None) -> list[event_pb2.Event]:
+    box = box or outbox()
+    kept = KeptConnection(engine, autocommit=True)
+    feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), kept)
+    events: list[event_pb2.Event] = []
+    try:
+        while True:
+            page = feed.read(len(events) and events[-1].origin_seq, 7)
+            if not page.events:
+                return events
+            events += page.events
+    finally:
+        kept.close()
+
+
+@needs_postgres
+def test_the_pipelined_read_numbers_as_the_transaction_read_does(
+    pg_databases: Callable[[], Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The same stream seqs, in batches or one row a pass, and kept: a read of either kind afterwards
+    gives the same events."""
+    databases = pg_databases
+    plain = databases()
+    write_some(plain)
+    read_all(plain)
+    write_some(plain)  # numbered on from the heads the first read left
+    events = read_all(plain)
+    for max_events in (outbox_sequencing.MAX_EVENTS, 2):
+        monkeypatch.setattr(outbox_sequencing, "MAX_EVENTS", max_events)
+        pipelined = databases()
+        write_some(pipelined)
+        read_all_pipelined(pipelined)
+        write_some(pipelined)
+        got = read_all_pipelined(pipelined)
+        assert [(e.agent_id, e.origin_seq, e.stream_seq) for e in got] == [
+            (e.agent_id, e.origin_seq, e.stream_seq) for e in events
+        ]
+        assert read_all(pipelined) == got == read_all_pipelined(pipelined)
+
+
+@needs_postgres
+def test_the_pipelined_read_takes_two_round_trips(
+    pg_databases: Callable[[], Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An event on its way to Telemetry: BEGIN, the position's lock, the frontier, the rows and their
+    streams' heads in one round trip; the head's, the row's and the position's updates, the page, the
+    pruning point and COMMIT in the second. Nothing else is sent (psycopg's own cursors are not used)."""
+    engine, box = pg_databases(), outbox()
+    with engine.begin() as conn:
+        box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+    assert [e.stream_seq for e in read_all_pipelined(engine, box)] == [1]  # warm: the table's oids are read
+    with engine.begin() as conn:
+        box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+    kept = KeptConnection(engine, autocommit=True)
+    feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), kept)
+    feed.read(1, 7)  # oids
+    sent: list[list[str]] = []
+    real = pg_pipeline.send
+
+    def counted(dbapi: object, waiting: list[tuple[str, object]], wanted: list[tuple[str, object]],
+                *, commit: bool = False) -> list[pg_pipeline.Rows]:  # fmt: skip
+        sent.append([sql.split()[0] for sql, _ in [*waiting, *wanted]] + (["COMMIT"] if commit else []))
+        return real(dbapi, waiting, wanted, commit=commit)
+
+    with engine.begin() as conn:
+        box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+    monkeypatch.setattr(pg_pipeline, "send", counted)
+    with kept.connection() as conn:
+        dbapi = conn.connection.dbapi_connection
+        monkeypatch.setattr(dbapi, "execute", None, raising=False)  # no statement outside the pipeline
+        monkeypatch.setattr(dbapi, "cursor", None, raising=False)
+    try:
+        page = feed.read(2, 7)
+    finally:
+        kept.close()
+    assert [(e.origin_seq, e.stream_seq) for e in page.events] == [(3, 3)]
+    assert sent == [
+        ["BEGIN", "SELECT", "SELECT", "SELECT", "SELECT"],
+        ["INSERT", "UPDATE", "UPDATE", "SELECT", "SELECT", "COMMIT"],
+    ]
+
+
+@needs_postgres
+def test_the_pipelined_read_serves_on_after_its_connection_was_killed(
+    pg_databases: Callable[[], Engine],
+) -> None:
+    """The kept connection's server process is terminated between two reads: the next read finds it
+    broken, reads on a fresh one and numbers the new event once."""
+    engine, box = pg_databases(), outbox()
+    kept = KeptConnection(engine, autocommit=True)
+    feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), kept)
+    try:
+        with engine.begin() as conn:
+            box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+        assert [e.stream_seq for e in feed.read(0, 7).events] == [1]
+        with kept.connection() as conn:
+            pid = conn.connection.dbapi_connection.info.backend_pid  # type: ignore[union-attr]
+        with engine.connect() as conn:
+            conn.execute(select(func.pg_terminate_backend(pid)))
+        with engine.begin() as conn:
+            box.append_all(conn, [event_pb2.Event(run_id="run-s", agent_id="a-0")])
+        assert [(e.origin_seq, e.stream_seq) for e in feed.read(1, 7).events] == [(2, 2)]
+    finally:
+        kept.close()
+    assert [(e.origin_seq, e.stream_seq) for e in read_all(engine)] == [(1, 1), (2, 2)]

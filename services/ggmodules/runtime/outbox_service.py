@@ -16,7 +16,8 @@ them may be another process's, whose end no commit signal of this one announces.
 
 On PostgreSQL a page is one round trip (the frontier, the page and the pruning point pipelined,
 storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when read
-(storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing.
+(storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing;
+on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py).
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
@@ -38,8 +39,10 @@ from ggmodules.internal.v1 import outbox_service_pb2 as internal_pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
+from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_frontier import OutboxFeed
+from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
@@ -64,13 +67,18 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         run: Run,
         positions: OutboxPositions,
         writing: Writing,
+        *,
+        kept: KeptConnection | None = None,
     ) -> None:
+        """`kept`: a connection kept out of the pool (autocommit) for the reads of an outbox numbered when
+        read, on PostgreSQL (storage/outbox_numbering.py)."""
         self._outbox = outbox
         self._reading = reading
         self._committed = committed
         self._run = run
         self._positions = positions
         self._writing = writing
+        self._kept = kept
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -83,12 +91,20 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         feed = OutboxFeed(self._outbox)
         pipelined = PipelinedFeed(self._outbox, self._positions)
         # ModuleStore's outbox numbers its stream seqs when read (storage/outbox_sequencing.py): the
-        # pipelined read would pass over that, so it is read through Outbox.read.
+        # pipelined read would pass over that, so it is read through Outbox.read, or on PostgreSQL in
+        # two round trips (storage/outbox_numbering.py).
         numbered_when_read = self._outbox.sequenced
+        numbering = (
+            NumberingFeed(self._outbox, self._positions, self._kept)
+            if numbered_when_read and self._kept is not None
+            else None
+        )
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
-            if numbered_when_read:  # Outbox.read numbers and reads, in a transaction
+            if numbering is not None:
+                page = await self._run(numbering.read, after, BATCH)
+            elif numbered_when_read:  # Outbox.read numbers and reads, in a transaction
                 page = await self._run(
                     self._writing, lambda conn, after=after: self._read(feed, None, conn, after)
                 )

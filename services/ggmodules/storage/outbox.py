@@ -78,7 +78,9 @@ class Outbox:
         self._heads = head.__table__  # type: ignore[attr-defined]
         self._appender = Appender(origin, self._rows, self._heads, deferred=sequenced_in is not None)
         self._sequencer = (
-            None if sequenced_in is None else Sequencer(self._rows, sequenced_in, self._appender.reserved)
+            None
+            if sequenced_in is None
+            else Sequencer(self._rows, sequenced_in, self._appender.reserved, self._heads)
         )
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
@@ -90,6 +92,11 @@ class Outbox:
     @property
     def rows(self) -> Table:
         return self._rows
+
+    @property
+    def sequencer(self) -> Sequencer | None:
+        """What numbers its stream seqs when it is read (None: each write numbers its own)."""
+        return self._sequencer
 
     @property
     def sequenced(self) -> bool:

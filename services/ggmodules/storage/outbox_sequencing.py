@@ -72,7 +72,8 @@ Reserve = Callable[[Tx, Streams], dict[tuple[str, str], int]]
 class Sequencer:
     """Numbers one outbox's rows on their streams (see the module doc)."""
 
-    def __init__(self, rows: Table, positions: Table, reserve: Reserve) -> None:
+    def __init__(self, rows: Table, positions: Table, reserve: Reserve, heads: Table | None = None) -> None:
+        """`heads`: the stream-head table `reserve` moves, for the pipelined steps (PostgreSQL)."""
         self._reserve = reserve
         self._table = rows.name
         key = positions.c.name == SEQUENCED_THROUGH
@@ -96,6 +97,37 @@ class Sequencer:
             .where(rows.c.origin_seq == bindparam("k"))
             .values(stream_seq=bindparam("s"), payload=bindparam("p"))
         )
+        # PostgreSQL, sent with the position's FOR UPDATE (storage/outbox_numbering.py): the rows after the
+        # position, read on a snapshot taken once the lock is held.
+        self._after_position = Prepared(
+            select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
+            .where(rows.c.origin_seq > select(positions.c.value).where(key).scalar_subquery())
+            .order_by(rows.c.origin_seq)
+            .limit(BATCH)
+        )
+        self.batch = BATCH
+        # PostgreSQL, with them: the heads of the streams those rows' columns name (the writer's stream of a
+        # fan-out record; its holders' are in its payload). Only the sequencer moves ModuleStore's heads,
+        # holding the position's lock: read after it, they stand until this transaction ends.
+        if heads is not None:
+            self._heads_after_position = Prepared(
+                text(
+                    f"SELECT h.run_id, h.agent_id, h.seq FROM {heads.name} h "
+                    f"WHERE (h.run_id, h.agent_id) IN (SELECT r.run_id, r.agent_id FROM {rows.name} r "
+                    f"WHERE r.origin_seq > (SELECT value FROM {positions.name} "
+                    f"WHERE name = '{SEQUENCED_THROUGH}') ORDER BY r.origin_seq LIMIT {BATCH})"
+                )
+            )
+            # Each stream's head set to where this batch leaves it (as `reserve` would have moved it).
+            self._set_heads = Prepared(
+                text(
+                    f"INSERT INTO {heads.name} AS head (run_id, agent_id, seq) "
+                    "SELECT run_id, agent_id, seq FROM unnest("
+                    "CAST(:run_ids AS text[]), CAST(:agent_ids AS text[]), CAST(:seqs AS bigint[])"
+                    ") AS s(run_id, agent_id, seq) "
+                    "ON CONFLICT (run_id, agent_id) DO UPDATE SET seq = excluded.seq"
+                )
+            )
 
     def sequence(
         self, conn: Connection, final: int | None, numbered: Numbered | None = None
@@ -134,7 +166,43 @@ class Sequencer:
         self._raise.execute(tx, {"v": through})
         return through, left
 
-    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> list[dict[str, Any]]:
+    # ---- the steps of `sequence`, for a caller that pipelines them (storage/outbox_numbering.py) ----------
+
+    def locked_position(self, tx: Tx) -> tuple[str, Any]:
+        """PostgreSQL: the position read under its row lock, as a statement for `Tx.send`."""
+        return self._position["postgresql"].bound(tx, {})
+
+    def unnumbered(self, tx: Tx) -> tuple[str, Any]:
+        """PostgreSQL: at most a batch of the rows after the position, in order, for `Tx.send` (after
+        `locked_position`)."""
+        return self._after_position.bound(tx, {})
+
+    def unnumbered_heads(self, tx: Tx) -> tuple[str, Any]:
+        """PostgreSQL: the heads of the streams named by the rows of `unnumbered`, for `Tx.send` with it."""
+        return self._heads_after_position.bound(tx, {})
+
+    def start(self, tx: Tx) -> None:
+        """The position's row, for an outbox that has none yet."""
+        self._start.execute(tx, {})
+
+    def raise_to(self, tx: Tx, through: int) -> None:
+        self._raise.execute(tx, {"v": through})
+
+    def number(self, tx: Tx, rows: list[tuple[object, ...]], heads: list[tuple[object, ...]]) -> int:
+        """Numbers the first of `rows` (origin_seq, run_id, agent_id, payload, in order, after the position
+        and within the frontier) given `heads`, what `unnumbered_heads` read with them; returns how many
+        (see `_number`). When they name every stream numbered (no fan-out record's holder beyond them),
+        the heads are set from them with the rows' updates, in no round trip of its own; else reserved."""
+        known = {(str(r), str(a)): int(seq) for r, a, seq in heads}  # type: ignore[call-overload]
+        named = {(str(r), str(a)) for _, r, a, _ in rows}
+        return len(self._number(tx, rows, (known, named)))
+
+    def _number(
+        self,
+        tx: Tx,
+        rows: list[tuple[object, ...]],
+        heads: tuple[dict[tuple[str, str], int], set[tuple[str, str]]] | None = None,
+    ) -> list[dict[str, Any]]:
         """Numbers the first of `rows` (in origin_seq order), as many as make MAX_EVENTS events or at least
         one row: the events of each in their order, a fan-out record's writer's event first, then its
         holders' snapshots (storage/fan_out.py). Returns what it wrote, one per row numbered: its key `k`,
@@ -158,7 +226,20 @@ class Sequencer:
                 counts[(run, str(agent_id))] += 1
                 events += 1
             parsed.append((int(key), run, item))  # type: ignore[call-overload]
-        last = self._reserve(tx, counts)
+        if heads is not None and heads[1].issuperset(counts):
+            known = heads[0]
+            last = {s: known.get(s, 0) + n for s, n in counts.items()}
+            streams = sorted(last)
+            self._set_heads.execute(
+                tx,
+                {
+                    "run_ids": [r for r, _ in streams],
+                    "agent_ids": [a for _, a in streams],
+                    "seqs": [last[st] for st in streams],
+                },
+            )
+        else:
+            last = self._reserve(tx, counts)
         nxt = {s: last[s] - n + 1 for s, n in counts.items()}  # each stream's first seq in this batch
         params = []
         for key, run, item in parsed:

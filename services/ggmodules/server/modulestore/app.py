@@ -33,6 +33,7 @@ from ggmodules.server.modulestore.servicer import ModuleStoreServicer
 from ggmodules.server.modulestore.settings import store_limits_from
 from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
+from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 
 T = TypeVar("T")
@@ -56,7 +57,9 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     # WatchOutbox numbers the outbox's stream seqs as it reads (storage/outbox_sequencing.py), so its reads
     # are writes: `repo.read` is the transaction for both. SQLite: pruning runs inline too, on the pinned
     # connection, in batches short enough not to be felt.
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read)
+    # On PostgreSQL they are pipelined on a connection kept out of the pool (storage/outbox_numbering.py).
+    kept = None if inline else KeptConnection(engine, autocommit=True)
+    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, kept=kept)
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
@@ -79,6 +82,8 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         await housekeeper.stop()
         if listener is not None:
             listener.stop()
+        if kept is not None:
+            kept.close()
         repo.close()
 
     return Service(

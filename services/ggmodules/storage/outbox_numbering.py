@@ -1,0 +1,144 @@
+"""WatchOutbox's reads of an outbox numbered when read (ModuleStore's, storage/outbox_sequencing.py) on
+PostgreSQL: numbering and page in two round trips, on a connection kept out of the pool.
+
+`Outbox.read` inside a pool transaction sends each statement on its own: the pool's ping, BEGIN, the
+frontier, the numbering position, the rows, the stream heads, the rows' and the position's updates, the
+page, the pruning point and COMMIT, ten waits on the server on the way of every event to Telemetry (issue
+10: write→subscriber on PostgreSQL was 13x the no-op). Here, with psycopg's pipeline mode
+(storage/pg_pipeline.py, `Tx.deferring`):
+1. BEGIN, the position row locked (FOR UPDATE: numberers take turns, as in `Sequencer.sequence`), the
+   frontier (storage/outbox_frontier.py), the rows after the position and their streams' heads, at once.
+   The rows cannot be bounded by the frontier in SQL, which is only known once its answer is back: they
+   are read past it and cut here, as PipelinedFeed cuts its page (each statement runs on a snapshot taken
+   after the one before, so every number up to the frontier was final before the rows were read; those
+   that committed are in). The rows' lower bound is the position read under the lock (a subquery: nobody
+   else moves it meanwhile), and so are the heads (only numberers move them, under that lock).
+2. The heads set and the rows' and the position's updates, the page (which sees them), the pruning point
+   and COMMIT.
+A fan-out record's holders' streams are in its payload, not in the rows' columns: a batch with one whose
+head was not read reserves its heads in a round trip of its own between the two (`Sequencer.number`).
+The numbers are the same as `Sequencer.sequence` gives, and durably committed before any event is sent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+
+from ggmodules.storage import fan_out
+from ggmodules.storage.contention import DEFAULT, retrying
+from ggmodules.storage.kept import KeptConnection
+from ggmodules.storage.outbox import MAX_BATCH_BYTES, Outbox, OutboxPage, page_statement
+from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier
+from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, OutboxPositions
+from ggmodules.storage.outbox_sequencing import Sequencer
+from ggmodules.storage.prepared import Prepared, Tx
+
+_NO_END = 2**63 - 1
+
+
+@dataclass(frozen=True, slots=True)
+class _Numbered:
+    page: OutboxPage  # not checked against the pruning point yet
+    pruned: int  # the pruning point, read after the page
+    # Rows within the frontier were left to number (more than a batch).
+    left: bool
+
+
+class NumberingFeed:
+    """One watcher's reads of one numbered-when-read outbox on PostgreSQL (see the module doc)."""
+
+    def __init__(self, outbox: Outbox, positions: OutboxPositions, kept: KeptConnection) -> None:
+        sequencer = outbox.sequencer
+        assert sequencer is not None, "only an outbox numbered when read"
+        self._outbox = outbox
+        self._sequencer: Sequencer = sequencer
+        self._kept = kept
+        self._frontier = Frontier(outbox.table_name)
+        self._positions = positions
+        self._drawn = Prepared(DRAWN_THEN_WRITERS)
+        self._page = Prepared(page_statement(outbox.rows, postgres=True))
+        self._bounds = Prepared(
+            text(
+                f"SELECT (SELECT value FROM {positions.table_name} WHERE name = :name),"
+                f" (SELECT max(origin_seq) FROM {outbox.table_name})"
+            )
+        )
+
+    def read(self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> OutboxPage:
+        """The events after `after` as far as the outbox is final, numbered first; like OutboxFeed.read over
+        `Outbox.read`, checked against the pruning point as OutboxPositions.check does."""
+        while True:
+            numbered = retrying(
+                lambda: self._kept.read(lambda c: self._once(c, after, limit, max_bytes)), DEFAULT
+            )
+            if numbered.page.events or not numbered.left:
+                return self._positions.checked(after, numbered.pruned, numbered.page)
+
+    def _once(self, conn: Connection, after: int, limit: int, max_bytes: int) -> _Numbered:
+        oids = self._frontier.oids(conn)
+        tx = Tx(conn)
+        tx.deferring(begin=True)  # the kept connection is in autocommit: BEGIN is this transaction's own
+        try:
+            return self._numbered(tx, oids, after, limit, max_bytes)
+        except BaseException as exc:
+            _roll_back(conn, tx, exc)
+            raise
+
+    def _numbered(self, tx: Tx, oids: dict[str, int], after: int, limit: int, max_bytes: int) -> _Numbered:
+        seq = self._sequencer
+        first = [seq.locked_position(tx), self._drawn.bound(tx, oids), seq.unnumbered(tx)]
+        position, drawn, rows, heads = tx.send([*first, seq.unnumbered_heads(tx)])
+        found = position.fetchone()
+        if found is None:  # a database made before any row was written: nothing to number before
+            seq.start(tx)
+            tx.send(commit=True)
+            return _Numbered(OutboxPage([], 0, True), 0, left=True)
+        done = int(found[0])
+        last, holding = drawn.fetchone()
+        final, held = self._frontier.moved(last, holding)
+        fetched = rows.fetchall()
+        within = [r for r in fetched if int(r[0]) <= final]
+        left = len(within) == len(fetched) == seq.batch
+        numbered = done
+        if final > done:
+            numbered = final
+            if within:
+                taken = seq.number(tx, within, heads.fetchall())  # the updates wait for the page
+                if taken < len(within):
+                    left = True
+                if left:
+                    numbered = int(within[taken - 1][0])
+            seq.raise_to(tx, numbered)
+        params = {"after": after, "through": numbered, "limit": limit, "max_bytes": max_bytes}
+        page, bounds = tx.send(
+            [self._page.bound(tx, params), self._bounds.bound(tx, {"name": PRUNED_THROUGH})], commit=True
+        )
+        result = page.fetchall()
+        pruned, newest = bounds.fetchone()
+        got = [(int(k), bytes(p)) for k, p, _ in result if p is not None]
+        more = len(got) < len(result) or len(result) == limit
+        events, cut = fan_out.page(got, after, limit, max_bytes)
+        head = int(result[0][2]) if result else int(newest or 0)
+        return _Numbered(OutboxPage(events, head, more or cut or left, held), int(pruned or 0), left)
+
+
+def _roll_back(conn: Connection, tx: Tx, exc: BaseException) -> None:
+    """Ends the failed transaction. A connection psycopg found broken is invalidated and `exc` marked so: the
+    kept connection lets it go and reads once more on a fresh one (numbering again is harmless: the rows
+    are numbered under the position's lock, once, whether or not the lost COMMIT took effect)."""
+    dbapi: Any = getattr(conn.connection, "dbapi_connection", None)
+    if not getattr(dbapi, "broken", False):
+        try:
+            tx.rollback()
+            return
+        except Exception:
+            if not getattr(dbapi, "broken", False):
+                raise
+    conn.invalidate()
+    with contextlib.suppress(AttributeError):
+        exc.connection_invalidated = True  # type: ignore[attr-defined]
