@@ -4,6 +4,7 @@ holds LLM-history-like text in well under half its size."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,8 @@ from ggmodules.common.v1 import common_pb2, event_pb2
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.telemetry import TelemetryRepository, event_blocks
+from ggmodules.storage.telemetry.eventlog import SqlEventLog
+from ggmodules.storage.telemetry.recent import RecentEvents
 from ggmodules.storage.telemetry.tables import TelEventBlockRow, TelEventRow
 from tests.bench.archive_search import Corpus
 from tests.harness import BACKENDS, drop_database, new_database_url
@@ -170,3 +173,37 @@ def test_packing_gives_way_to_pruning_that_came_first(open_repo: object) -> None
     assert packed(repo) == (0, 90)
     assert repo.pack() == 64  # the next packing takes the oldest that are left
     assert packed(repo) == (64, 26)
+
+
+def test_the_sql_event_log_packs_after_its_writes_and_a_subscriber_from_the_start_gets_every_event(
+    open_repo: object,
+) -> None:
+    make = open_repo
+    assert callable(make)
+    repo = make(Retention(1_000_000))
+    events = history_events(150)
+
+    async def write_then_subscribe() -> list[int]:
+        log = SqlEventLog(repo)
+        await log.start()
+        for batch in batches(events):
+            await log.append("modulestore", batch)
+        await log.close()  # waits for the packing the writes set off
+        # A fresh log over the same repository: nothing of what was written is in its memory.
+        repo.recent = RecentEvents(*repo.head(), capacity=10_000, max_bytes=1)
+        log = SqlEventLog(repo)
+        await log.start()
+        got: list[int] = []
+        try:
+            async for item in log.subscribe(StreamFilter(run_id="run-a"), 0, idle=600):
+                assert isinstance(item, list)
+                got += [s.cursor for s in item]
+                if got and got[-1] == max(i + 1 for i, ev in enumerate(events) if ev.run_id == "run-a"):
+                    return got
+        finally:
+            await log.close()
+        return got
+
+    got = asyncio.run(asyncio.wait_for(write_then_subscribe(), 60))
+    assert packed(repo)[0] >= 128
+    assert got == [i + 1 for i, ev in enumerate(events) if ev.run_id == "run-a"]
