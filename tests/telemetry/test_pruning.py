@@ -97,6 +97,15 @@ def test_acknowledgements_decide_what_is_pruned(bare: Suite) -> None:
     with pytest.raises(grpc.RpcError) as nameless:
         stub.AckOutbox(ob.AckOutboxRequest(follower="", durable_origin_seq=1))
     assert status_of(nameless.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+    # R47: a name that is not one printable line (NUL: PostgreSQL answered INTERNAL) is refused on both
+    # outboxes, naming the field.
+    for address in (bare.modulestore.address, bare.registry.address):
+        for unprintable in ("\x00", "tele\nmetry", "tele\u2028metry"):
+            with pytest.raises(grpc.RpcError) as garbled:
+                ack = ob.AckOutboxRequest(follower=unprintable, durable_origin_seq=1)
+                outbox_stub(bare, address).AckOutbox(ack)
+            assert status_of(garbled.value) == (grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+            assert "follower" in (garbled.value.details() or "")
     assert followers(bare) == {}
 
     # A position only rises; the slowest follower holds pruning back.

@@ -28,6 +28,7 @@ from sqlalchemy.engine import Connection
 from sqlmodel import Field, SQLModel
 
 from ggmodules.core.errors import FailedPrecondition, InvalidArgument, OutOfRange, Reason
+from ggmodules.core.ids import check_id
 from ggmodules.storage.columns import SEQ
 from ggmodules.storage.outbox import Outbox, OutboxPage
 
@@ -66,6 +67,9 @@ class OutboxPositions:
                 metadata={"field": "follower"},
                 violations=[("follower", f"required, at most {MAX_FOLLOWER_NAME} characters")],
             )
+        # A NUL or control character would be stored as a position nobody can name (and PostgreSQL
+        # refuses NUL in text outright): the same one-printable-line rule as every id.
+        check_id("follower", follower, limit=MAX_FOLLOWER_NAME)
         if durable_origin_seq < 0:
             raise InvalidArgument(
                 f"durable_origin_seq {durable_origin_seq} is negative; give the highest origin_seq the "
