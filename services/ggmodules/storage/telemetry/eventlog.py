@@ -32,6 +32,9 @@ from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
 _log = structlog.get_logger("ggmodules.telemetry.eventlog")
+# Blocks packed at most per packing a write sets off: a backlog (a new Telemetry taking in a long outbox) is
+# packed over the next writes, and a stopping Telemetry waits for one step at most.
+PACK_STEP = 4
 # Events handed to a subscriber at once, at most.
 BATCH = 500
 
@@ -121,7 +124,7 @@ class SqlEventLog:
 
     async def _pack(self) -> None:
         try:
-            await asyncio.to_thread(self.repo.pack)
+            await asyncio.to_thread(self.repo.pack, PACK_STEP)
         except Exception:
             _log.exception("packing events failed; trying again after the next write")
         finally:

@@ -327,13 +327,13 @@ class TelemetryRepository:
         """Whether BLOCK events may have gathered in rows since the last packing (then call `pack`)."""
         return self._unpacked >= event_blocks.BLOCK
 
-    def pack(self) -> int:
+    def pack(self, blocks: int | None = None) -> int:
         """Packs the oldest rows, BLOCK at a time, into compressed blocks (storage/telemetry/event_blocks.py)
-        while BLOCK or more are rows; returns how many events it packed. The compression runs outside the
-        write lock; the lock is held only to swap the rows for their block, which changes no cursor, event or
-        count (subscribers and retention see the same log)."""
+        while BLOCK or more are rows (at most `blocks` of them); returns how many events it packed. The
+        compression runs outside the write lock; the lock is held only to swap the rows for their block,
+        which changes no cursor, event or count (subscribers and retention see the same log)."""
         packed = 0
-        while True:
+        while blocks is None or packed < blocks * event_blocks.BLOCK:
             with self._reader.connect() as conn:
                 rows = event_blocks.oldest_rows(conn, event_blocks.BLOCK)
             self._unpacked = len(rows)
@@ -353,6 +353,7 @@ class TelemetryRepository:
             except event_blocks.Moved:  # pruned while it was compressed: the next packing starts anew
                 return packed
             packed += len(rows)
+        return packed
 
     def close(self) -> None:
         if self._pinned is not None:
