@@ -204,14 +204,10 @@ def oldest_rows(conn: Connection, limit: int) -> list[PackedEvent]:
     return [PackedEvent(*(r[i] for i in range(7))) for r in conn.execute(stmt)]
 
 
-def row_count(conn: Connection) -> int:
-    return int(conn.execute(select(func.count()).select_from(ROWS)).scalar() or 0)
-
-
 def store_block(conn: Connection, events: Sequence[PackedEvent], data: bytes) -> bool:
     """Replaces the rows of `events` by one block holding `data` (their `encode`), in the caller's
-    transaction. False, changing nothing, when those rows are not all there still (pruned meanwhile), or are
-    no longer the oldest."""
+    transaction. False, changing nothing, when they are no longer the oldest rows; raises Moved (the caller
+    rolls back) when some of them are gone (pruned while they were compressed)."""
     first, last = events[0].cursor, events[-1].cursor
     older = conn.execute(select(func.count()).select_from(ROWS).where(ROWS.c.cursor < first)).scalar()
     if older:
