@@ -22,8 +22,8 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.outbox_append import Appender
-from ggmodules.storage.outbox_sequencing import Sequencer
-from ggmodules.storage.prepared import Tx
+from ggmodules.storage.outbox_sequencing import Numbered, Sequencer
+from ggmodules.storage.prepared import Prepared, Tx
 
 # A page of outbox events holds at most this many bytes of events, unless it is one event alone.
 MAX_BATCH_BYTES = 1024 * 1024
@@ -82,6 +82,10 @@ class Outbox:
         )
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
+        # SQLite's page reads and the head, run as prepared statements (storage/prepared.py): a watcher
+        # reads a page after every commit, and SQLAlchemy's execution cost more than SQLite's work.
+        self._stepped = {by_run: Prepared(_stepped(self._rows, by_run)) for by_run in (False, True)}
+        self._newest = Prepared(select(func.max(self._rows.c.origin_seq)))
 
     @property
     def rows(self) -> Table:
@@ -128,15 +132,25 @@ class Outbox:
         }
         postgres = conn.dialect.name == "postgresql"
         key = (postgres, bool(run_id))
-        if key not in self._pages:
-            self._pages[key] = (_summed if postgres else _stepped)(self._rows, bool(run_id))
-        read = _read_summed if postgres else _read_stepped
+        if postgres and key not in self._pages:
+            self._pages[key] = _summed(self._rows, bool(run_id))
         while True:
             left = False
+            handed: Numbered | None = None
             if self._sequencer is not None:  # only rows numbered on their streams are read
-                numbered, left = self._sequencer.sequence(conn, through)
+                # SQLite, a reader of every run positioned where numbering starts (a caught-up watcher): the
+                # rows the sequencer numbers are every row after it, so they are its page.
+                told = Numbered() if not postgres and not run_id and through is None else None
+                numbered, left = self._sequencer.sequence(conn, through, told)
                 params["through"] = numbered if through is None else min(through, numbered)
-            found, head, more = read(conn, self._pages[key], params)
+                if told is not None and told.after == after_origin_seq and told.newest is not None:
+                    handed = told
+            if handed is not None:
+                found, head, more = handed.rows, handed.newest, False
+            elif postgres:
+                found, head, more = _read_summed(conn, self._pages[key], params)
+            else:
+                found, head, more = _read_stepped(conn, self._stepped[bool(run_id)], params)
             # A row may stand for several events (a write's fan-out to its store's holders,
             # storage/fan_out.py), some numbered at or below `after`: the page is made of the events,
             # within the same bounds.
@@ -147,7 +161,7 @@ class Outbox:
                 break
         more = more or cut or left
         if head is None:  # nothing was read, so nothing said where the outbox stands
-            head = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
+            head = self._newest.scalar(conn, {})
         return OutboxPage(events, int(head or 0), more)
 
 
@@ -214,8 +228,8 @@ def _stepped(rows: Table, by_run: bool) -> Select[Any]:
     )
 
 
-def _read_stepped(conn: Connection, stmt: Select[Any], params: dict[str, Any]) -> _Found:
-    result = conn.execute(stmt, params)
+def _read_stepped(conn: Connection, stmt: Prepared, params: dict[str, Any]) -> _Found:
+    result = stmt.cursor_of(Tx.of(conn), params)  # its own cursor, let go at the first row past the bound
     found: list[tuple[int, bytes]] = []
     newest: int | None = None
     total, seen, cut = 0, 0, False

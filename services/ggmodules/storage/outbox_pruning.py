@@ -31,6 +31,7 @@ from ggmodules.core.errors import FailedPrecondition, InvalidArgument, OutOfRang
 from ggmodules.core.ids import check_id
 from ggmodules.storage.columns import SEQ
 from ggmodules.storage.outbox import Outbox, OutboxPage
+from ggmodules.storage.prepared import Prepared
 
 PRUNED_THROUGH = "pruned_through"
 FOLLOWER = "follower/"
@@ -50,8 +51,9 @@ class OutboxPositions:
         self._outbox = outbox
         self._rows: Table = outbox._rows
         self._table: Table = row.__table__  # type: ignore[attr-defined]
-        # Read after every page a watcher sends: built once (text), so nothing is compiled per page.
-        self._pruned_through = text(f"SELECT value FROM {self._table.name} WHERE name = :name")
+        # Read after every page a watcher sends: a prepared statement (storage/prepared.py), so nothing is
+        # compiled per page and SQLAlchemy's execution is skipped.
+        self._pruned_through = Prepared(text(f"SELECT value FROM {self._table.name} WHERE name = :name"))
 
     @property
     def table_name(self) -> str:
@@ -97,7 +99,7 @@ class OutboxPositions:
     # ---- pruning ------------------------------------------------------------------------------------
 
     def pruned_through(self, conn: Connection) -> int:
-        return int(conn.execute(self._pruned_through, {"name": PRUNED_THROUGH}).scalar() or 0)
+        return int(self._pruned_through.scalar(conn, {"name": PRUNED_THROUGH}) or 0)
 
     def check(self, conn: Connection, after: int, page: OutboxPage) -> OutboxPage:
         """`page`, read after `after`, with a head that never goes back below what was pruned; refused when

@@ -12,12 +12,18 @@ The numbers are those the write would have reserved: a stream's seqs run 1, 2, 3
 on PostgreSQL the rows are numbered only up to the outbox frontier (storage/outbox_frontier.py), so no row
 that commits later can fall behind one numbered already. Two readers number in turns (the position row is
 locked, FOR UPDATE); SQLite admits one writer at a time.
+
+On SQLite a reader positioned where the numbering starts (a caught-up WatchOutbox) is told which rows were
+numbered, with their new payloads (`Numbered`): they are every row after its position, so they are its page
+and are not selected again (Outbox.read).
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
 
 from sqlalchemy import Table, bindparam, func, select, text, update
 from sqlalchemy.engine import Connection
@@ -49,6 +55,17 @@ BATCH = 500
 MAX_EVENTS = 8192
 
 Streams = Counter[tuple[str, str]]
+
+
+@dataclass(slots=True)
+class Numbered:
+    """What one `Sequencer.sequence` call on SQLite found and numbered, in its transaction: every row after
+    `after` up to the last of `rows` (key, numbered payload), and the outbox's newest origin_seq. A reader
+    positioned at `after` has its page in them (Outbox.read), without reading the rows again."""
+
+    after: int = -1
+    newest: int | None = None
+    rows: list[tuple[int, bytes]] = field(default_factory=list)
 Reserve = Callable[[Tx, Streams], dict[tuple[str, str], int]]
 
 
@@ -80,10 +97,12 @@ class Sequencer:
             .values(stream_seq=bindparam("s"), payload=bindparam("p"))
         )
 
-    def sequence(self, conn: Connection, final: int | None) -> tuple[int, bool]:
+    def sequence(
+        self, conn: Connection, final: int | None, numbered: Numbered | None = None
+    ) -> tuple[int, bool]:
         """Numbers the rows up to `final` (None: every row; on PostgreSQL pass the outbox frontier) not
         numbered yet; returns how far the outbox is numbered, and whether rows up to `final` are left
-        (more than a batch)."""
+        (more than a batch). SQLite with `final` None: `numbered` is told what this call numbered."""
         tx = Tx.of(conn)
         found = self._position[tx.dialect.name].one(tx, {})
         if found is None:  # a database made before any row was written: nothing to number before
@@ -98,23 +117,28 @@ class Sequencer:
             through = done if held else int(drawn or 0)
         else:
             through = int(self._largest.scalar(tx, {}))
+            if numbered is not None:
+                numbered.after, numbered.newest = done, through
         if through <= done:
             return done, False
         rows = self._rows.all(tx, {"after": done, "through": through})
         left = len(rows) == BATCH
         if rows:
-            taken = self._number(tx, rows)
-            if taken < len(rows):
-                left, rows = True, rows[:taken]
+            params = self._number(tx, rows)
+            if len(params) < len(rows):
+                left, rows = True, rows[: len(params)]
             if left:
                 through = int(rows[-1][0])
+            if numbered is not None:
+                numbered.rows = [(p["k"], p["p"]) for p in params]
         self._raise.execute(tx, {"v": through})
         return through, left
 
-    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> int:
+    def _number(self, tx: Tx, rows: list[tuple[object, ...]]) -> list[dict[str, Any]]:
         """Numbers the first of `rows` (in origin_seq order), as many as make MAX_EVENTS events or at least
         one row: the events of each in their order, a fan-out record's writer's event first, then its
-        holders' snapshots (storage/fan_out.py). Returns how many rows it numbered."""
+        holders' snapshots (storage/fan_out.py). Returns what it wrote, one per row numbered: its key `k`,
+        stream_seq `s` and payload `p`."""
         parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
         counts: Streams = Counter()
         events = 0
@@ -152,4 +176,4 @@ class Sequencer:
                 item.stream_seqs.extend(seqs)
             params.append({"k": key, "s": seq, "p": item.SerializeToString()})
         self._set.many(tx, params)
-        return len(parsed)
+        return params

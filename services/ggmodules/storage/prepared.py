@@ -66,6 +66,11 @@ class Tx:
             self._cursor = self.dbapi().cursor()
         return self._cursor
 
+    def forget_cursor(self) -> None:
+        """The transaction's cursor is its caller's now (`Prepared.cursor_of`): the next statement takes a
+        new one."""
+        self._cursor = None
+
     def dbapi(self) -> Any:
         return self._conn.connection if self._dbapi is None else self._dbapi
 
@@ -178,6 +183,15 @@ class Prepared:
             return
         cursor = tx.cursor()
         cursor.executemany(sql, [self._args(order, defaults, r) for r in rows])
+
+    def cursor_of(self, conn: Connection | Tx, params: Mapping[str, Any]) -> Any:
+        """The statement run on the transaction's cursor, its rows not fetched yet: the caller steps through
+        them and closes it (so the transaction takes a new cursor for its next statement)."""
+        tx = Tx.of(conn)
+        cursor = self._cursor(tx, params)
+        if tx.deferred is None:
+            tx.forget_cursor()
+        return cursor
 
     def all(self, conn: Connection | Tx, params: Mapping[str, Any]) -> list[tuple[Any, ...]]:
         return list(self._cursor(conn, params).fetchall())
