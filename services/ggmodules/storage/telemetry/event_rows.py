@@ -11,15 +11,18 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, func, select
+from sqlalchemy import Row, func, select, union_all
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
+from ggmodules.storage.telemetry import event_blocks
+from ggmodules.storage.telemetry.event_blocks import BLOCKS
 from ggmodules.storage.telemetry.recent import StoredEvent
-from ggmodules.storage.telemetry.tables import TelEventRow
+from ggmodules.storage.telemetry.tables import TelEventRow, TelMetaRow
 
 EVENTS = TelEventRow.__table__  # type: ignore[attr-defined]
+META = TelMetaRow.__table__  # type: ignore[attr-defined]
 # The fields a row's columns hold, left out of its payload.
 _IN_COLUMNS = ("origin", "origin_seq", "run_id", "agent_id")
 
@@ -95,14 +98,65 @@ def _insert_sqlite(
     return stored
 
 
+def head(conn: Connection) -> int:
+    """The newest cursor stored (in a row, or packed when every row was: event_blocks.py)."""
+    newest = union_all(select(func.max(EVENTS.c.cursor)), select(func.max(BLOCKS.c.last_cursor))).subquery()
+    return int(conn.execute(select(func.max(newest.c[0]))).scalar() or 0)
+
+
+def held(conn: Connection) -> tuple[int, int]:
+    """How many events the log holds, and their stored payload bytes: its rows, and its packed events above
+    `pruned_through`."""
+    count, size = conn.execute(select(func.count(), func.sum(func.length(EVENTS.c.payload)))).one()
+    packed, packed_size = event_blocks.totals(conn, _pruned(conn))
+    return int(count) + packed, int(size or 0) + packed_size
+
+
+def _pruned(conn: Connection) -> int:
+    return int(conn.execute(select(META.c.value).where(META.c.key == "pruned_through")).scalar() or 0)
+
+
 def read(conn: Connection, where: StreamFilter, after: int, limit: int) -> tuple[list[StoredEvent], int]:
-    """At most `limit` matching events after `after` up to the newest cursor, and that newest cursor."""
-    head = int(conn.execute(select(func.max(EVENTS.c.cursor))).scalar() or 0)
+    """At most `limit` matching events after `after` up to the newest cursor, and that newest cursor.
+
+    Rows are read before blocks: an event packed in between is then read twice (once kept), never missed,
+    since packing only moves rows into blocks and blocks hold the older cursors."""
+    newest = head(conn)
     columns = (EVENTS.c[name] for name in ("cursor", "payload", *_IN_COLUMNS))
-    stmt = select(*columns).where(EVENTS.c.cursor > after, EVENTS.c.cursor <= head)
+    stmt = select(*columns).where(EVENTS.c.cursor > after, EVENTS.c.cursor <= newest)
     if where.run_id:
         stmt = stmt.where(EVENTS.c.run_id == where.run_id)
     if where.agent_id:
         stmt = stmt.where(EVENTS.c.agent_id == where.agent_id)
     rows = conn.execute(stmt.order_by(EVENTS.c.cursor).limit(limit)).all()
-    return [StoredEvent(int(r.cursor), event_of(r), len(r.payload)) for r in rows], head
+    got = [StoredEvent(int(r.cursor), event_of(r), len(r.payload)) for r in rows]
+    packed = _packed(conn, where, after, min(newest, got[0].cursor - 1 if got else newest), limit)
+    return packed + got[: limit - len(packed)], newest
+
+
+def _packed(conn: Connection, where: StreamFilter, after: int, upto: int, limit: int) -> list[StoredEvent]:
+    """At most `limit` matching packed events with a cursor in (after, upto], not yet pruned."""
+    if upto <= after:
+        return []
+    pruned = _pruned(conn)
+    out: list[StoredEvent] = []
+    for _, events in event_blocks.blocks_after(conn, max(after, pruned), where.run_id):
+        for p in events:
+            if p.cursor <= after or p.cursor <= pruned:
+                continue
+            if p.cursor > upto:
+                return out
+            if (where.run_id and p.run_id != where.run_id) or (
+                where.agent_id and p.agent_id != where.agent_id
+            ):
+                continue
+            out.append(StoredEvent(p.cursor, _event(p), len(p.payload)))
+            if len(out) == limit:
+                return out
+    return out
+
+
+def _event(p: event_blocks.PackedEvent) -> event_pb2.Event:
+    ev = event_pb2.Event.FromString(p.payload)
+    ev.origin, ev.origin_seq, ev.run_id, ev.agent_id = p.origin, p.origin_seq, p.run_id, p.agent_id
+    return ev

@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+import structlog
 from sqlalchemy import text
 
 from ggmodules.common.v1 import event_pb2
@@ -30,6 +31,10 @@ from ggmodules.storage.commits import CommitListener, listen_for_commits
 from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
+_log = structlog.get_logger("ggmodules.telemetry.eventlog")
+# Blocks packed at most per packing a write sets off: a backlog (a new Telemetry taking in a long outbox) is
+# packed over the next writes, and a stopping Telemetry waits for one step at most.
+PACK_STEP = 4
 # Events handed to a subscriber at once, at most.
 BATCH = 500
 
@@ -91,6 +96,7 @@ class SqlEventLog:
     def __init__(self, repo: TelemetryRepository) -> None:
         self.repo = repo
         self._listener: CommitListener | None = None
+        self._packing: asyncio.Task[None] | None = None
         # On SQLite an append is a short local transaction (WAL, no fsync at commit) and runs on the event
         # loop, as ModuleStore's writes do there: two thread hand-overs would cost more than the write. On
         # PostgreSQL it waits on the server, so it runs on a worker thread.
@@ -107,8 +113,22 @@ class SqlEventLog:
 
     async def append(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
         if self._inline:
-            return self.repo.ingest(origin, list(events))
-        return await asyncio.to_thread(self.repo.ingest, origin, list(events))
+            stored = self.repo.ingest(origin, list(events))
+        else:
+            stored = await asyncio.to_thread(self.repo.ingest, origin, list(events))
+        if self._packing is None and self.repo.pack_due():
+            # Older events are packed into compressed blocks on a worker thread, after this write reached
+            # its subscribers (storage/telemetry/event_blocks.py).
+            self._packing = asyncio.get_running_loop().create_task(self._pack(), name="pack-events")
+        return stored
+
+    async def _pack(self) -> None:
+        try:
+            await asyncio.to_thread(self.repo.pack, PACK_STEP)
+        except Exception:
+            _log.exception("packing events failed; trying again after the next write")
+        finally:
+            self._packing = None
 
     async def highest_origin_seq(self, origin: str) -> int:
         return await asyncio.to_thread(self.repo.highest_origin_seq, origin)
@@ -164,5 +184,7 @@ class SqlEventLog:
         return await asyncio.to_thread(ping)
 
     async def close(self) -> None:
+        if self._packing is not None:
+            await asyncio.gather(self._packing, return_exceptions=True)
         if self._listener is not None:
             self._listener.stop()

@@ -38,7 +38,7 @@ from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.pinned import pinned_transaction
-from ggmodules.storage.telemetry import agents, event_rows, meta
+from ggmodules.storage.telemetry import agents, event_blocks, event_rows, meta
 from ggmodules.storage.telemetry.recent import (
     CAPACITY,
     DEFAULT_RECENT_BYTES,
@@ -98,6 +98,8 @@ class TelemetryRepository:
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._pending_pruned = 0
+        # Rows of tel_events written since the last packing looked (at least): see `pack`.
+        self._unpacked = event_blocks.BLOCK
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
         head, pruned_through = self.head()
@@ -106,8 +108,7 @@ class TelemetryRepository:
     def _count(self) -> tuple[int, int]:
         """Events held and their payload bytes."""
         with self._reader.connect() as conn:
-            count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
-            return int(count), int(size or 0)
+            return event_rows.held(conn)
 
     def _load_stored(self, conn: Connection, extra: list[str]) -> tuple[int, int]:
         """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
@@ -116,9 +117,9 @@ class TelemetryRepository:
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES])
-        count, size = conn.execute(select(func.count(), func.sum(func.length(_events.c.payload)))).one()
-        meta.write(conn, sets={STORED: int(count), STORED_BYTES: int(size or 0)})
-        return int(count), int(size or 0)
+        count, size = event_rows.held(conn)
+        meta.write(conn, sets={STORED: count, STORED_BYTES: size})
+        return count, size
 
     # ---- writes -------------------------------------------------------------------------------------
 
@@ -265,6 +266,7 @@ class TelemetryRepository:
 
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
         stored = event_rows.insert(conn, events)
+        self._unpacked += len(stored)
         self._pending += stored
         self._stored += len(stored)
         self._stored_bytes += sum(s.size for s in stored)
@@ -288,10 +290,12 @@ class TelemetryRepository:
             select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
         ).one()
         conn.execute(delete(_events).where(_events.c.cursor <= through))
+        packed, packed_size = event_blocks.prune(conn, meta.value(conn, PRUNED_THROUGH), through)
+        pruned, size = int(pruned) + packed, int(size or 0) + packed_size
         meta.write(conn, raises={PRUNED_THROUGH: int(through)})
         self._pending_pruned = int(through)
-        self._stored -= int(pruned)
-        self._stored_bytes -= int(size or 0)
+        self._stored -= pruned
+        self._stored_bytes -= size
 
     def prune_own_outbox(self, conn: Connection, batch: int) -> int:
         """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
@@ -315,8 +319,41 @@ class TelemetryRepository:
     def head(self) -> tuple[int, int]:
         """The newest cursor and `pruned_through`."""
         with self._reader.connect() as conn:
-            head = int(conn.execute(select(func.max(_events.c.cursor))).scalar() or 0)
-            return head, meta.value(conn, PRUNED_THROUGH)
+            return event_rows.head(conn), meta.value(conn, PRUNED_THROUGH)
+
+    # ---- packing ------------------------------------------------------------------------------------
+
+    def pack_due(self) -> bool:
+        """Whether BLOCK events may have gathered in rows since the last packing (then call `pack`)."""
+        return self._unpacked >= event_blocks.BLOCK
+
+    def pack(self, blocks: int | None = None) -> int:
+        """Packs the oldest rows, BLOCK at a time, into compressed blocks (storage/telemetry/event_blocks.py)
+        while BLOCK or more are rows (at most `blocks` of them); returns how many events it packed. The
+        compression runs outside the write lock; the lock is held only to swap the rows for their block,
+        which changes no cursor, event or count (subscribers and retention see the same log)."""
+        packed = 0
+        while blocks is None or packed < blocks * event_blocks.BLOCK:
+            with self._reader.connect() as conn:
+                rows = event_blocks.oldest_rows(conn, event_blocks.BLOCK)
+            self._unpacked = len(rows)
+            if len(rows) < event_blocks.BLOCK:
+                return packed
+            data = event_blocks.encode(rows)
+
+            def attempt(rows: list[event_blocks.PackedEvent] = rows, data: bytes = data) -> bool:
+                with self._lock, self._transaction() as conn:
+                    if self._shared:
+                        _locked_meta(conn, [])
+                    return event_blocks.store_block(conn, rows, data)
+
+            try:
+                if not retrying(attempt, self.retries):
+                    return packed
+            except event_blocks.Moved:  # pruned while it was compressed: the next packing starts anew
+                return packed
+            packed += len(rows)
+        return packed
 
     def close(self) -> None:
         if self._pinned is not None:

@@ -3,16 +3,21 @@ server/telemetry/settings.py). Each bound is a cursor through which the oldest e
 
 Retention by bytes or age prunes at most PRUNE_STEP of the oldest events per write, so a write never waits
 long behind pruning; a backlog is worked off over the next writes.
+
+The oldest events may be packed into blocks (event_blocks.py): they come first, above `pruned_through`,
+then the rows of tel_events.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 
 from sqlalchemy import func, select
 from sqlalchemy.engine import Connection
 
 from ggmodules.core.telemetry.streams import Retention
+from ggmodules.storage.telemetry import event_blocks, meta
 from ggmodules.storage.telemetry.event_rows import EVENTS
 
 PRUNE_STEP = 1000
@@ -33,8 +38,13 @@ class RetentionBounds:
         excess = self.retention.excess(stored)
         if not excess:
             return 0
+        seen = 0
+        for p in event_blocks.retained(conn, meta.value(conn, "pruned_through")):
+            seen += 1
+            if seen == excess:
+                return p.cursor
         through = conn.execute(
-            select(EVENTS.c.cursor).order_by(EVENTS.c.cursor).offset(excess - 1).limit(1)
+            select(EVENTS.c.cursor).order_by(EVENTS.c.cursor).offset(excess - seen - 1).limit(1)
         ).scalar()
         return int(through or 0)
 
@@ -43,11 +53,9 @@ class RetentionBounds:
         excess = self.retention.excess_bytes(stored_bytes)
         if not excess:
             return 0
-        sizes = select(EVENTS.c.cursor, func.length(EVENTS.c.payload))
-        oldest = conn.execute(sizes.order_by(EVENTS.c.cursor).limit(PRUNE_STEP)).all()
         freed, through = 0, 0
-        for cursor, size in oldest:
-            freed, through = freed + int(size), int(cursor)
+        for cursor, size, _ in _oldest(conn):
+            freed, through = freed + size, cursor
             if freed >= excess:
                 break
         return through
@@ -59,9 +67,18 @@ class RetentionBounds:
         if window is None or time.monotonic() - self._age_checked < AGE_CHECK_SECONDS:
             return 0
         self._age_checked = time.monotonic()
-        oldest = select(EVENTS.c.cursor, EVENTS.c.stored_at).order_by(EVENTS.c.cursor).limit(PRUNE_STEP)
-        page = oldest.subquery()
-        through = conn.execute(
-            select(func.max(page.c.cursor)).where(page.c.stored_at < int(time.time() - window))
-        ).scalar()
-        return int(through or 0)
+        cutoff = int(time.time() - window)
+        return max((cursor for cursor, _, stored_at in _oldest(conn) if stored_at < cutoff), default=0)
+
+
+def _oldest(conn: Connection) -> Iterator[tuple[int, int, int]]:
+    """(cursor, payload size, stored_at) of the oldest PRUNE_STEP events held, oldest first."""
+    left = PRUNE_STEP
+    for p in event_blocks.retained(conn, meta.value(conn, "pruned_through")):
+        yield p.cursor, len(p.payload), p.stored_at
+        left -= 1
+        if not left:
+            return
+    sizes = select(EVENTS.c.cursor, func.length(EVENTS.c.payload), EVENTS.c.stored_at)
+    for cursor, size, stored_at in conn.execute(sizes.order_by(EVENTS.c.cursor).limit(left)):
+        yield int(cursor), int(size), int(stored_at)

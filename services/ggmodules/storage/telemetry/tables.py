@@ -39,6 +39,26 @@ class TelEventRow(SQLModel, table=True):
     stored_at: int = Field(default=0, sa_type=BigInteger)
 
 
+class TelEventBlockRow(SQLModel, table=True):
+    """Telemetry's older events, packed BLOCK at a time and compressed (storage/telemetry/event_blocks.py):
+    the cursors first_cursor..last_cursor (not every one need be there), older than any row of tel_events."""
+
+    __tablename__ = "tel_event_blocks"
+
+    first_cursor: int = Field(
+        sa_column=Column(
+            BigInteger().with_variant(Integer(), "sqlite"), primary_key=True, autoincrement=False
+        )
+    )
+    last_cursor: int = Field(sa_type=BigInteger)
+    events: int
+    # The sum of its events' stored payload sizes (uncompressed): what retention by bytes counts.
+    payload_bytes: int = Field(sa_type=BigInteger)
+    # The run of every event in the block; None when it holds several runs' events.
+    run_id: str | None = Field(default=None, nullable=True)
+    payload: bytes
+
+
 class TelMetaRow(SQLModel, table=True):
     """Counters that outlive pruning: `pruned_through`, and `origin/<name>` (highest origin_seq stored)."""
 
@@ -79,6 +99,7 @@ class TelRequestRow(IdempotencyRow, table=True):
 
 TABLES = [
     TelEventRow.__table__,  # type: ignore[attr-defined]
+    TelEventBlockRow.__table__,  # type: ignore[attr-defined]
     TelMetaRow.__table__,  # type: ignore[attr-defined]
     TelAgentRow.__table__,  # type: ignore[attr-defined]
     TelOutboxRow.__table__,  # type: ignore[attr-defined]
