@@ -3,7 +3,7 @@
 | setting | environment | default |
 |---|---|---|
 | retention | GGMODULES_TELEMETRY_RETENTION_EVENTS | 1,000,000 events; the oldest beyond it are pruned |
-| retention by bytes | GGMODULES_TELEMETRY_RETENTION_BYTES | 1,073,741,824 (1 GiB) of stored event payloads |
+| retention by bytes | GGMODULES_TELEMETRY_RETENTION_BYTES | 1 GiB of event payloads, uncompressed |
 | retention by age | GGMODULES_TELEMETRY_RETENTION_SECONDS | 2,592,000 (30 days) since an event was stored |
 | recent-events cache | GGMODULES_TELEMETRY_RECENT_BYTES | 67,108,864 bytes (64 MiB) |
 
