@@ -26,7 +26,6 @@ import contextlib
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from ggmodules.storage import fan_out
@@ -34,6 +33,7 @@ from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import MAX_BATCH_BYTES, Outbox, OutboxPage, page_statement
 from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier
+from ggmodules.storage.outbox_pipelined import bounds_statement
 from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, OutboxPositions
 from ggmodules.storage.outbox_sequencing import Sequencer
 from ggmodules.storage.prepared import Prepared, Tx
@@ -62,12 +62,7 @@ class NumberingFeed:
         self._positions = positions
         self._drawn = Prepared(DRAWN_THEN_WRITERS)
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
-        self._bounds = Prepared(
-            text(
-                f"SELECT (SELECT value FROM {positions.table_name} WHERE name = :name),"
-                f" (SELECT max(origin_seq) FROM {outbox.table_name})"
-            )
-        )
+        self._bounds = bounds_statement(outbox, positions)
 
     def read(self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> OutboxPage:
         """The events after `after` as far as the outbox is final, numbered first; like OutboxFeed.read over

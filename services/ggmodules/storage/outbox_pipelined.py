@@ -27,6 +27,17 @@ from ggmodules.storage.prepared import Prepared
 _NO_END = 2**63 - 1
 
 
+def bounds_statement(outbox: Outbox, positions: OutboxPositions) -> Prepared:
+    """The outbox's pruning point (`:name` = PRUNED_THROUGH) and newest origin_seq, in one statement sent
+    with a watcher's page (here, and storage/outbox_numbering.py)."""
+    return Prepared(
+        text(
+            f"SELECT (SELECT value FROM {positions.table_name} WHERE name = :name),"
+            f" (SELECT max(origin_seq) FROM {outbox.table_name})"
+        )
+    )
+
+
 class PipelinedFeed:
     """One watcher's reads of one outbox on PostgreSQL, checked against its pruning point."""
 
@@ -35,12 +46,7 @@ class PipelinedFeed:
         self._positions = positions
         self._drawn = Prepared(DRAWN_THEN_WRITERS)
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
-        self._bounds = Prepared(
-            text(
-                f"SELECT (SELECT value FROM {positions.table_name} WHERE name = :name),"
-                f" (SELECT max(origin_seq) FROM {outbox.table_name})"
-            )
-        )
+        self._bounds = bounds_statement(outbox, positions)
 
     def read(self, conn: Connection, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> OutboxPage:
         oids = self._frontier.oids(conn)
