@@ -49,7 +49,7 @@ def py_spy() -> str | None:
 
 @dataclass
 class Options:
-    seconds: float = 10.0
+    seconds: int = 10
     rate: int = 100
     native: bool = False
     gil: bool = False
@@ -77,7 +77,7 @@ class Window:
             raw = self.options.out / f"{self.stamp}-{self.target}-{label}.txt"
             log = raw.with_suffix(".log")
             argv = [exe, "record", "--pid", str(pid), "--rate", str(self.options.rate), "--format", "raw",
-                    "--output", str(raw), "--duration", str(round(self.options.seconds)), "--idle",
+                    "--output", str(raw), "--duration", str(self.options.seconds), "--idle",
                     "--threads", "--full-filenames", *mode, *(["--gil"] if self.options.gil else [])]
             with log.open("wb") as handle:
                 spy = subprocess.Popen(argv, stdout=handle, stderr=subprocess.STDOUT)
@@ -127,7 +127,7 @@ def main() -> None:
     raw = argparse.RawDescriptionHelpFormatter
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=raw)
     parser.add_argument("--only", action="append", choices=list(TARGETS), help="a target (repeatable)")
-    parser.add_argument("--seconds", type=float, default=10.0, help="sampling window per target (default 10)")
+    parser.add_argument("--seconds", type=int, default=10, help="sampling window per target (default 10)")
     parser.add_argument("--rate", type=int, default=100, help="samples per second per thread (default 100)")
     parser.add_argument("--native", action="store_true", help="C frames too (GC, cygrpc, libsqlite3); pauses")
     parser.add_argument("--gil", action="store_true", help="only samples of threads holding the GIL")
@@ -135,8 +135,9 @@ def main() -> None:
     if py_spy() is None:
         sys.exit("py-spy is not installed: `make setup` installs it with the dev extras "
                  "(or .venv/bin/pip install py-spy)")
-    options = Options(args.seconds, args.rate, native=args.native, gil=args.gil)
-    mode = "--native (pausing the process per sample)" if options.native else "--nonblocking (Python frames)"
+    options = Options(max(1, args.seconds), args.rate, native=args.native, gil=args.gil)
+    mode = ("--native (pausing the process per sample)" if options.native
+            else "--nonblocking (Python frames; GC and GIL waits show with --native)")
     print(f"py-spy {mode}, {options.rate} Hz, {options.seconds:g} s per target; raw profiles in "
           f"{options.out}; load average {Path('/proc/loadavg').read_text().split()[0]}")
     for name, (title, run) in TARGETS.items():
