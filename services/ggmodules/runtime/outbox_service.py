@@ -17,7 +17,9 @@ them may be another process's, whose end no commit signal of this one announces.
 On PostgreSQL a page is one round trip (the frontier, the page and the pruning point pipelined,
 storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when read
 (storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing;
-on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py).
+on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py). On SQLite
+a caught-up watcher's page is numbered in memory by one statement on no transaction, sent, and its numbers
+stored after the send (storage/outbox_ahead.py): no transaction between a commit and its events' way out.
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
