@@ -212,9 +212,8 @@ class TelemetryRepository:
                 if self._shared:  # inserted with the position's read (storage/telemetry/pg_ingest.py)
                     highest, inserted = self._read_meta[key], len(self._inserted)
                 else:
-                    highest = self._highest.get(origin)
-                    if highest is None:
-                        highest = meta.value(conn, key)
+                    known = self._highest.get(origin)
+                    highest = meta.value(conn, key) if known is None else known
                     fresh = [ev for ev in events if ev.origin_seq > highest]
                     inserted = len(self._insert(conn, fresh)) if fresh else 0
                 agents.know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
