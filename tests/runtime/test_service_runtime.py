@@ -80,7 +80,8 @@ def test_a_service_freezes_its_start_up_heap_before_it_says_ready(tmp_path: Path
     of CPU each, once per ~8,000 writes before). The test launcher adds the frozen count to the ready line."""
     from tests.tools.heap import LAUNCHER
 
-    proc = ServiceProcess("modulestore", "--database-url", f"sqlite:///{tmp_path / 'ms.db'}", launcher=LAUNCHER)
+    url = f"sqlite:///{tmp_path / 'ms.db'}"
+    proc = ServiceProcess("modulestore", "--database-url", url, launcher=LAUNCHER)
     try:
         frozen = proc.ready_line.rsplit("frozen=", 1)[1]
         assert int(frozen) > 50_000, proc.ready_line
