@@ -12,7 +12,7 @@ GOOGLE_PROTOS := clients/typescript/proto
 CHROMIUM := /usr/bin/chromium
 SUDO := $(shell test "$$(id -u)" = 0 || echo sudo)
 
-.PHONY: setup gen gen-into check-gen lint structure test run bench clean breaking contract release-contract chromium screenshots
+.PHONY: setup gen gen-into check-gen lint structure test run bench profile clean breaking contract release-contract chromium screenshots
 
 setup: $(STAMP) $(BUF) $(TS_CLIENT)
 
@@ -101,6 +101,11 @@ run: setup
 
 bench: setup
 	$(PY) -m tests.bench.run
+
+# py-spy profiles of the service processes on each issue 10 workload (tests/bench/profile.py; needs ptrace,
+# i.e. root here). ARGS="--only p1-sqlite --seconds 20 --native" passes options through.
+profile: setup
+	$(PY) -m tests.bench.profile $(ARGS)
 
 clean:
 	rm -rf $(VENV) .tools/node_modules clients/typescript/node_modules clients/typescript/dist var \

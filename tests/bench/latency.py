@@ -3,7 +3,8 @@ NATS JetStream: `python -m tests.bench.run --only latency`.
 
 Each backend gets its own three processes (TelemetryBench, tests/bench/telemetry.py) and the raw stream
 server as a fourth, and prints, beside its target:
-- write→subscriber p50 against the no-op (health Check of the same Telemetry, same kind of channel);
+- write→subscriber p50 against the no-op (health Check of the same Telemetry, same kind of channel), the two
+  measured in alternating rounds of equal size so drift on the machine falls on both alike;
 - one write reaching 100 subscribers against a raw gRPC fan-out measured in the same run: one message
   published to 100 bare server streams (tests/bench/raw_stream.py, the same client layout: 10 asyncio
   channels, one publishing channel), from just before the publish until the last stream has it.
@@ -85,8 +86,7 @@ def _one(label: str, quick: bool, **bench_args: str) -> None:
             print(f"\n({label} left out: {err})")
             return
         try:
-            noop = bench.noop()
-            latency = bench.write_to_subscriber()
+            noop, latency = bench.noop_and_write_to_subscriber()
             fan_out = bench.fan_out(SUBSCRIBERS)
             assert bench.raw is not None
             raw = raw_fan_out(bench.raw.address, len(fan_out))

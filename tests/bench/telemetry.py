@@ -4,6 +4,8 @@ and fan-out of Telemetry, ModuleStore and Registry as processes, beside a raw se
 from __future__ import annotations
 
 import asyncio
+import itertools
+import math
 import os
 import statistics
 import subprocess
@@ -11,6 +13,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 import grpc
@@ -120,20 +123,57 @@ class TelemetryBench:
         call: grpc.CallIterator[telemetry_service_pb2.SubscribeResponse] = self.tel.Subscribe(request)
         return call
 
-    def noop(self) -> list[float]:
-        check = health_pb2.HealthCheckRequest()
-        timed(lambda: self.health.Check(check), 200)  # warm up
-        return timed(lambda: self.health.Check(check), 300 if self.quick else 2000)
+    def noop_and_write_to_subscriber(self, rounds: int = 10) -> tuple[list[float], list[float]]:
+        """The no-op (health Check of Telemetry) and write-to-subscriber samples, taken in alternating rounds
+        of the same size (as --only writes does for append against no-op), so load or drift on the machine
+        falls on both figures alike rather than on whichever was measured second.
 
-    def write_to_subscriber(self) -> list[float]:
-        """µs from just before a one-message append to its event's arrival on the writer's stream."""
+        Write-to-subscriber: µs from just before a one-message append to its event's arrival on the
+        writer's stream (one stream, open throughout)."""
+        noops, writes = (300, 100) if self.quick else (2000, 1000)
+        rounds = min(rounds, noops, writes)
+        check = health_pb2.HealthCheckRequest()
+        agent = "latency-0"
+        store = bind_history(self.ms, self.run, agent)
+        stream = self.subscribe(agent)
+
+        def write(text: str) -> float:
+            request = say(self.run, agent, store, text)
+            t0 = time.perf_counter()
+            self.ms.Write(request)
+            while said(next(stream)) != text:
+                pass
+            return (time.perf_counter() - t0) * 1e6
+
+        noop: list[float] = []
+        latency: list[float] = []
+        try:
+            timed(lambda: self.health.Check(check), 200)  # warm up
+            for i in range(20):
+                write(f"warm-up {i}")
+            for r in range(rounds):
+                noop += timed(lambda: self.health.Check(check), noops // rounds)
+                latency += [write(f"latency {r}.{i}") for i in range(writes // rounds)]
+        finally:
+            stream.cancel()
+        return noop, latency
+
+    def write_to_subscriber(self, window: Callable[[], float] | None = None) -> list[float]:
+        """µs from just before a one-message append to its event's arrival on the writer's stream.
+        `window` (tests/bench/profile.py): called once the stream is live and warm; instead of a fixed count,
+        writes go on until the perf_counter() instant it returns."""
         n = 100 if self.quick else 1000
         agent = "latency-0"
         store = bind_history(self.ms, self.run, agent)
         stream = self.subscribe(agent)
         samples = []
+        until = math.inf
         try:
-            for i in range(-20, n):  # the first 20 warm up
+            for i in itertools.count(-20):  # the first 20 warm up
+                if i == 0 and window is not None:
+                    until = window()
+                if (window is None and i >= n) or time.perf_counter() >= until:
+                    break
                 text = f"latency {i}"
                 request = say(self.run, agent, store, text)
                 t0 = time.perf_counter()
@@ -200,9 +240,11 @@ class TelemetryBench:
             stream.cancel()
         return count / elapsed, produced
 
-    def fan_out(self, subscribers: int = 100) -> list[float]:
+    def fan_out(self, subscribers: int = 100, window: Callable[[], float] | None = None) -> list[float]:
         """µs from just before one append until the last of `subscribers` concurrent streams has its event,
-        per write (after one unmeasured write that proves every stream is live)."""
+        per write (after one unmeasured write that proves every stream is live). `window`
+        (tests/bench/profile.py): called once every stream is live; instead of a fixed count, writes go on
+        until the perf_counter() instant it returns."""
         writes = 5 if self.quick else 20
         agent = "fanout-0"
         store = bind_history(self.ms, self.run, agent)
@@ -213,9 +255,6 @@ class TelemetryBench:
             ms_stub = stubs(ms_channel, "modulestore")
             arrivals: dict[str, list[float]] = {}
             everyone: dict[str, asyncio.Event] = {}
-            texts = ["fan-out ready", *(f"fan-out {i}" for i in range(writes))]
-            for text in texts:
-                arrivals[text], everyone[text] = [], asyncio.Event()
 
             async def subscriber(i: int) -> None:
                 tel = telemetry_service_pb2_grpc.TelemetryServiceStub(channels[i % len(channels)])
@@ -229,12 +268,19 @@ class TelemetryBench:
 
             tasks = [asyncio.create_task(subscriber(i)) for i in range(subscribers)]
             samples = []
+            until = math.inf
             try:
-                for text in texts:
+                for i in itertools.count(-1):
+                    if i == 0 and window is not None:
+                        until = window()
+                    if (window is None and i >= writes) or time.perf_counter() >= until:
+                        break
+                    text = "fan-out ready" if i < 0 else f"fan-out {i}"
+                    arrivals[text], everyone[text] = [], asyncio.Event()
                     t0 = time.perf_counter()
                     await ms_stub.Write(say(self.run, agent, store, text))
                     await asyncio.wait_for(everyone[text].wait(), 60)
-                    if text != texts[0]:
+                    if i >= 0:
                         samples.append((max(arrivals[text]) - t0) * 1e6)
             finally:
                 for task in tasks:
@@ -263,8 +309,7 @@ def figures(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bench = TelemetryBench(Path(tmp), quick)
         try:
-            noop = bench.noop()
-            latency = bench.write_to_subscriber()
+            noop, latency = bench.noop_and_write_to_subscriber()
             raw = bench.raw_rate(count)
             delivered, produced = bench.backlog_rate(count)
             fan_out = bench.fan_out()
@@ -294,8 +339,7 @@ def postgres_figures(quick: bool) -> None:
             print(f"\n(Telemetry PostgreSQL figures left out: {err})")
             return
         try:
-            noop = bench.noop()
-            latency = bench.write_to_subscriber()
+            noop, latency = bench.noop_and_write_to_subscriber()
         finally:
             bench.close()
     print("\nTelemetry on PostgreSQL (the same three processes, each on its own PostgreSQL database) — µs")
@@ -313,8 +357,7 @@ def jetstream_figures(quick: bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         bench = TelemetryBench(Path(tmp), quick, event_log=url)
         try:
-            noop = bench.noop()
-            latency = bench.write_to_subscriber()
+            noop, latency = bench.noop_and_write_to_subscriber()
             fan_out = bench.fan_out()
         finally:
             bench.close()

@@ -22,7 +22,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2, modulestore_service_pb2
 from ggmodules.sdk import Client, Edge, Fsm, Memories, Profile
-from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
+from ggmodules.transfer.v1 import transfer_pb2, transfer_service_pb2, transfer_service_pb2_grpc
 from tests.harness import ServiceProcess, credit, drop_database, new_database_url, open_channel, stubs
 
 TARGET = 8.0
@@ -105,29 +105,31 @@ class Bench:
         agent.archive.archive_thread("earlier", [("user", "hello")])
         return run.id, agent.id
 
+    def move(self, run: str, current: str, i: int, transition: bool) -> transfer_pb2.Transfer:
+        """One exec (or transition) of `current`, to the other profile (state) than the i-th before it."""
+        rid = uuid.uuid4().hex
+        if transition:
+            to = "b" if i % 2 == 0 else "a"
+            return self.transfer.Transition(transfer_service_pb2.TransitionRequest(
+                request_id=rid, run_id=run, agent_id=current, to_state=to)).transfer
+        profile = "beta" if i % 2 == 0 else "alpha"
+        return self.transfer.Exec(transfer_service_pb2.ExecRequest(
+            request_id=rid, run_id=run, agent_id=current, profile=profile)).transfer
+
     def moves(self, size: int, count: int, transition: bool) -> list[float]:
         """`count` transfers in a row (after two unmeasured ones), each from the previous one's successor."""
         run, current = self.agent(size, fsm=transition)
         samples: list[float] = []
-        answer = None
+        moved = None
         for i in range(count + 2):
-            rid = uuid.uuid4().hex
             t0 = time.perf_counter()
-            if transition:
-                to = "b" if i % 2 == 0 else "a"
-                answer = self.transfer.Transition(transfer_service_pb2.TransitionRequest(
-                    request_id=rid, run_id=run, agent_id=current, to_state=to))
-            else:
-                profile = "beta" if i % 2 == 0 else "alpha"
-                answer = self.transfer.Exec(transfer_service_pb2.ExecRequest(
-                    request_id=rid, run_id=run, agent_id=current, profile=profile))
+            moved = self.move(run, current, i, transition)
             elapsed = (time.perf_counter() - t0) * 1e6
-            current = answer.transfer.successor_agent_id
+            current = moved.successor_agent_id
             if i >= 2:
                 samples.append(elapsed)
-        assert answer is not None
-        outcomes = answer.transfer.outcomes
-        assert [o.outcome for o in outcomes] == [common_pb2.OUTCOME_CARRIED] * 6, answer.transfer
+        assert moved is not None
+        assert [o.outcome for o in moved.outcomes] == [common_pb2.OUTCOME_CARRIED] * 6, moved
         return samples
 
 

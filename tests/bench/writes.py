@@ -142,23 +142,9 @@ class WritesBench:
                 stub = stubs(ch, "modulestore")
                 health = health_pb2_grpc.HealthStub(ch)
                 await health.Check(check)
-                done = 0
-
-                async def caller(i: int, until: float) -> None:
-                    nonlocal done
-                    while time.perf_counter() < until:
-                        if write:
-                            await stub.Write(append_request(self.run, f"writer-{i}", stores[i]))
-                        else:
-                            await health.Check(check)
-                        done += 1
-
-                warm = time.perf_counter() + 0.3
-                await asyncio.gather(*(caller(i, warm) for i in range(CALLERS)))
-                done = 0
+                await call_until(stub, health, self.run, stores, time.perf_counter() + 0.3, write)  # warm up
                 c0, t0 = cpu_seconds(self.pid), time.perf_counter()
-                until = t0 + seconds
-                await asyncio.gather(*(caller(i, until) for i in range(CALLERS)))
+                done = await call_until(stub, health, self.run, stores, t0 + seconds, write)
                 elapsed = time.perf_counter() - t0
                 return done / elapsed, (cpu_seconds(self.pid) - c0) / max(done, 1) * 1e6
 
@@ -167,6 +153,25 @@ class WritesBench:
         return {
             "noop_rate": noop_rate, "append_rate": append_rate, "noop_cpu": noop_cpu, "append_cpu": append_cpu
         }
+
+
+async def call_until(stub: Any, health: Any, run: str, stores: list[str], until: float, write: bool) -> int:
+    """One caller per store, each appending to its own window (writer-i) as fast as it is answered, or
+    calling the no-op, until the perf_counter() instant `until`; returns how many calls were answered."""
+    check = health_pb2.HealthCheckRequest()
+    done = 0
+
+    async def caller(i: int) -> None:
+        nonlocal done
+        while time.perf_counter() < until:
+            if write:
+                await stub.Write(append_request(run, f"writer-{i}", stores[i]))
+            else:
+                await health.Check(check)
+            done += 1
+
+    await asyncio.gather(*(caller(i) for i in range(len(stores))))
+    return done
 
 
 def commit_floor(url: str, n: int) -> float:

@@ -124,6 +124,7 @@ class ServiceProcess:
             self.proc.wait(10)
             raise RuntimeError(f"{service} did not start: {line!r}\n{self.log_text()}")
         self.address = line.split()[2]
+        self.ready_line = line.strip()
 
     def log_text(self) -> str:
         """What the service logged to stderr so far (structlog JSON lines)."""

@@ -193,8 +193,9 @@ def test_the_pipelined_read_numbers_as_the_transaction_read_does(
 def test_the_pipelined_read_takes_two_round_trips(
     pg_databases: Callable[[], Engine], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """An event on its way to Telemetry: BEGIN, the position's lock, the frontier, the rows and their
-    streams' heads in one round trip; the head's, the row's and the position's updates, the page, the
+    """An event on its way to Telemetry: BEGIN, its commit not waiting for the WAL flush
+    (storage/outbox_numbering.py), the position's lock, the frontier, the rows and their streams' heads in
+    one round trip; the head's, the row's and the position's updates, the page, the
     pruning point and COMMIT in the second. Nothing else is sent (psycopg's own cursors are not used)."""
     engine, box = pg_databases(), outbox()
     with engine.begin() as conn:
@@ -226,7 +227,7 @@ def test_the_pipelined_read_takes_two_round_trips(
         kept.close()
     assert [(e.origin_seq, e.stream_seq) for e in page.events] == [(3, 3)]
     assert sent == [
-        ["BEGIN", "SELECT", "SELECT", "SELECT", "SELECT"],
+        ["BEGIN", "SET", "SELECT", "SELECT", "SELECT", "SELECT"],
         ["INSERT", "UPDATE", "UPDATE", "SELECT", "SELECT", "COMMIT"],
     ]
 

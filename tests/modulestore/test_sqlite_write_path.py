@@ -9,6 +9,7 @@ import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -95,5 +96,48 @@ def test_request_ids_hold_on_the_one_read(
             await s.write(_append(run, "history-9", "nowhere", "r-2"))
         after = await s.write(_append(run, store, "now", "r-2"))
         assert after.last_seq == first.last_seq + 1  # "once" appended once; "now" is new
+
+    asyncio.run(go())
+
+
+def test_a_batch_of_appends_takes_no_savepoints_until_one_of_them_is_refused(
+    servicer: tuple[ModuleStoreServicer, ModuleStoreRepository],
+) -> None:
+    """Issue 10 (P2): concurrent appends on SQLite share one transaction with no SAVEPOINT around each (two
+    statements of six a batched append, before). A batch in which one write is refused is rolled back
+    whole and run again with a savepoint each: the refused write changes nothing, a retry returns its first
+    answer, the others are applied once, in order, under one COMMIT (R23, R28, R49 as for a write alone)."""
+    s, repo = servicer
+    raw = repo.transactions.pinned_dbapi
+
+    async def batch(requests: list[svc.WriteRequest]) -> tuple[list[Any], list[str]]:
+        statements: list[str] = []
+        raw.set_trace_callback(statements.append)
+        try:
+            answers = await asyncio.gather(*(s.write(r) for r in requests), return_exceptions=True)
+        finally:
+            raw.set_trace_callback(None)
+        return list(answers), [" ".join(x.split()[:2]).upper() for x in statements]
+
+    async def go() -> None:
+        run = new_run()
+        store = await _history(s, run)
+        sent = [_append(run, store, f"a{i}") for i in range(8)]
+        answers, verbs = await batch(sent)
+        assert [a.last_seq for a in answers] == list(range(1, 9))
+        assert verbs.count("BEGIN IMMEDIATE") == 1 and verbs.count("COMMIT") == 1, verbs
+        assert not [v for v in verbs if v.startswith(("SAVEPOINT", "RELEASE", "ROLLBACK"))], verbs
+
+        mixed = [_append(run, store, "b0"), sent[3], _append(run, "history-9", "nowhere"),
+                 _append(run, store, "b3")]  # fmt: skip
+        again, verbs = await batch(mixed)
+        assert isinstance(again[2], DomainError) and again[2].reason == Reason.STORE_NOT_FOUND
+        assert again[1] == answers[3]  # a retry: the first answer, nothing appended
+        assert [again[0].last_seq, again[3].last_seq] == [9, 10]
+        assert verbs.count("COMMIT") == 1, verbs
+        assert verbs.count("ROLLBACK") == 1, verbs  # the first try, undone whole
+        assert verbs.count("SAVEPOINT GC") == 4 and verbs.count("ROLLBACK TO") == 1, verbs  # then each alone
+        view = repo.get_store(run, store, "coder-0", 0, 100)
+        assert [m.content for m in view.contents.messages] == [*(f"a{i}" for i in range(8)), "b0", "b3"]
 
     asyncio.run(go())

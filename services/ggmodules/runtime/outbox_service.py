@@ -17,7 +17,9 @@ them may be another process's, whose end no commit signal of this one announces.
 On PostgreSQL a page is one round trip (the frontier, the page and the pruning point pipelined,
 storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when read
 (storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing;
-on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py).
+on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py). On SQLite
+a caught-up watcher's page is numbered in memory by one statement on no transaction, sent, and its numbers
+stored after the send (storage/outbox_ahead.py): no transaction between a commit and its events' way out.
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
@@ -41,6 +43,7 @@ from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import Outbox, OutboxPage
+from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_frontier import OutboxFeed
 from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
@@ -56,6 +59,10 @@ Reading = Callable[[Callable[[Connection], OutboxPage]], OutboxPage]
 Run = Callable[..., Awaitable[Any]]
 # Runs `write(conn)` in one committed transaction of the service's database.
 Writing = Callable[[Callable[[Connection], Any]], Any]
+# SQLite, an outbox numbered when read: a caught-up watcher's page numbered in memory (after, limit), or None;
+# and what stores its numbers once it was sent (storage/outbox_ahead.py).
+ReadAhead = Callable[[int, int], tuple[OutboxPage, Ahead] | None]
+Keep = Callable[[Ahead], None]
 
 
 class OutboxServicer(pb_grpc.OutboxServiceServicer):
@@ -69,9 +76,11 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         writing: Writing,
         *,
         kept: KeptConnection | None = None,
+        ahead: tuple[ReadAhead, Keep] | None = None,
     ) -> None:
         """`kept`: a connection kept out of the pool (autocommit) for the reads of an outbox numbered when
-        read, on PostgreSQL (storage/outbox_numbering.py)."""
+        read, on PostgreSQL (storage/outbox_numbering.py). `ahead`: on SQLite, how a caught-up watcher of
+        such an outbox reads its page numbered in memory and stores the numbers after sending it."""
         self._outbox = outbox
         self._reading = reading
         self._committed = committed
@@ -79,6 +88,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self._positions = positions
         self._writing = writing
         self._kept = kept
+        self._ahead = ahead
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -102,8 +112,13 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
+            ahead = None
             if numbering is not None:
                 page = await self._run(numbering.read, after, BATCH)
+            elif numbered_when_read and self._ahead is not None and (got := self._ahead[0](after, BATCH)):
+                # SQLite, caught up: numbered in memory, sent, then the numbers stored (no transaction
+                # between a commit and its events' way to the follower)
+                page, ahead = got
             elif numbered_when_read:  # Outbox.read numbers and reads, in a transaction
                 page = await self._run(
                     self._writing, lambda conn, after=after: self._read(feed, None, conn, after)
@@ -114,6 +129,8 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 )
             if page.events:
                 yield pb.WatchOutboxResponse(events=page.events, head_origin_seq=page.head)
+                if ahead is not None and self._ahead is not None:
+                    self._ahead[1](ahead)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
                 if page.more:
                     continue

@@ -7,6 +7,7 @@ supervisors and tests started with `--port 0` read the bound port from it. Logs 
 from __future__ import annotations
 
 import asyncio
+import gc
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
@@ -125,6 +126,15 @@ async def start_server(
     return running
 
 
+def settle_heap() -> None:
+    """Moves what start-up built (modules, tables, prepared statements: ~136,000 objects in ModuleStore)
+    out of the cyclic garbage collector's reach (`gc.freeze`): a full collection no longer walks it, which
+    cost ~70 ms once per ~8,000 writes and about 3% of a busy server's CPU. It is still freed by reference
+    counting; only cycles among it would stay, and start-up's garbage is collected first."""
+    gc.collect()
+    gc.freeze()
+
+
 async def serve_forever(
     service: Service,
     host: str,
@@ -139,6 +149,7 @@ async def serve_forever(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     running = await start_server(service, host, port, log, observe)
+    settle_heap()
     log.info("serving", service=service.name, address=running.address)
     sys.stdout.write(f"ready {service.name} {running.address}\n")
     if running.metrics is not None:

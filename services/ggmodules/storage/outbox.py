@@ -21,6 +21,7 @@ from sqlmodel import Field, SQLModel
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
+from ggmodules.storage.outbox_ahead import Ahead, NumberingAhead
 from ggmodules.storage.outbox_append import Appender
 from ggmodules.storage.outbox_sequencing import Numbered, Sequencer
 from ggmodules.storage.prepared import Prepared, Tx
@@ -82,6 +83,7 @@ class Outbox:
             if sequenced_in is None
             else Sequencer(self._rows, sequenced_in, self._appender.reserved, self._heads)
         )
+        self._ahead = None if sequenced_in is None else NumberingAhead(self._rows, sequenced_in, self._heads)
         # The page statements, built once: (PostgreSQL?, filtered by run?) -> statement.
         self._pages: dict[tuple[bool, bool], Select[Any]] = {}
         # SQLite's page reads and the head, run as prepared statements (storage/prepared.py): a watcher
@@ -117,6 +119,20 @@ class Outbox:
     ) -> None:
         """Appends `events` to their streams, in this order, once per transaction (outbox_append.py)."""
         self._appender.append_all(conn, events)
+
+    def read_ahead(self, tx: Tx, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> Ahead | None:
+        """SQLite, on no transaction, for a reader positioned where the numbering stands: the page of the rows
+        after it numbered in memory, sent before `keep` stores their numbers (storage/outbox_ahead.py);
+        None when it does not apply (read with `read`)."""
+        if self._ahead is None:
+            return None
+        return self._ahead.ahead(tx, after, limit, max_bytes)
+
+    def keep(self, conn: Connection, ahead: Ahead) -> bool:
+        """Stores the numbers `read_ahead` gave (in the caller's write transaction), unless another reader
+        stored them first; returns whether it did."""
+        assert self._ahead is not None
+        return self._ahead.keep(Tx.of(conn), ahead)
 
     def read(
         self,

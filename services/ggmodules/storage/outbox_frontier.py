@@ -17,15 +17,25 @@ began earlier, with the smaller xid, can draw its number later: T1 (xid 100) dra
 (xid 101) still holds 5; xmin is then 101, row 6 is below it, and 5 is yet to come. The frontier here is
 taken on numbers, not xids, and the lock is this table's, so a long transaction elsewhere on the server
 holds up nothing.
+
+A crash of the server (any backend's, which makes the postmaster reinitialise) can lose the WAL record of
+numbers drawn by transactions that then rolled back: the recovered sequence may hand them out again. A
+frontier learnt before the crash may count such a number final while its new transaction is still open, and
+a reader would pass over that write once a later number is served. So a reader's frontier is learnt afresh
+whenever its engine has made a new connection since its last read (`Frontier.reconnected`): every
+connection of before a crash is broken by it, so the first read after one is on a new connection. A new
+connection made for any other reason costs one read's worth of frontier, nothing more.
 """
 
 from __future__ import annotations
 
+import itertools
 from collections import deque
 from dataclasses import dataclass, replace
+from weakref import WeakKeyDictionary
 
-from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy import event, text
+from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.storage.outbox import Outbox, OutboxPage
 
@@ -53,6 +63,24 @@ _OIDS = text(
 MAX_BARRIERS = 32
 
 
+# Per engine, the count of the last DBAPI connection it made (a `connect` event listener, added on first use).
+_CONNECTIONS_MADE: WeakKeyDictionary[Engine, list[int]] = WeakKeyDictionary()
+
+
+def connections_made(engine: Engine) -> int:
+    """How many connections `engine` has made since this was first asked of it (0 then)."""
+    made = _CONNECTIONS_MADE.get(engine)
+    if made is None:
+        made = _CONNECTIONS_MADE[engine] = [0]
+        counter = itertools.count(1)  # next() on it is atomic under the GIL: pool threads connect at once
+
+        def connected(*_: object) -> None:
+            made[0] = next(counter)
+
+        event.listen(engine, "connect", connected)
+    return made[0]
+
+
 @dataclass(frozen=True, slots=True)
 class _Barrier:
     drawn: int
@@ -68,6 +96,14 @@ class Frontier:
         self._final = 0
         self._barriers: deque[_Barrier] = deque()
         self._oids: dict[str, int] | None = None
+        self._made: int | None = None
+
+    def reconnected(self, engine: Engine) -> None:
+        """Forgets what it learnt when `engine` made a connection since the last read (module doc)."""
+        made = connections_made(engine)
+        if made != self._made:
+            self._final, self._made = 0, made
+            self._barriers.clear()
 
     def oids(self, conn: Connection) -> dict[str, int]:
         """The parameters of DRAWN_THEN_WRITERS: the table's, its sequence's and the database's oids."""
@@ -112,5 +148,6 @@ class OutboxFeed:
     def read(self, conn: Connection, after: int, limit: int) -> OutboxPage:
         if conn.dialect.name != "postgresql":
             return self._outbox.read(conn, after, limit)
+        self._frontier.reconnected(conn.engine)
         final, held = self._frontier.advance(conn)
         return replace(self._outbox.read(conn, after, limit, through=final), held=held)

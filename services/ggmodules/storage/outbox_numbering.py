@@ -17,7 +17,26 @@ page, the pruning point and COMMIT, ten waits on the server on the way of every 
    and COMMIT.
 A fan-out record's holders' streams are in its payload, not in the rows' columns: a batch with one whose
 head was not read reserves its heads in a round trip of its own between the two (`Sequencer.number`).
-The numbers are the same as `Sequencer.sequence` gives, and durably committed before any event is sent.
+The numbers are the same as `Sequencer.sequence` gives.
+
+The numbering's COMMIT does not wait for the WAL flush (`synchronous_commit = off` for this transaction
+only; it acknowledges nothing to a client): one fsync less on every event's way to Telemetry (issue 10).
+Its numbers may then be sent before they are on disk, and a server crash may lose them; the next pass numbers
+the same rows again with the same numbers:
+- they are a function of the stream heads and the rows after the position, in origin_seq order, and only
+  numbering passes move the heads and the position;
+- the crash keeps a prefix of the WAL: the lost passes' writes go with everything after them, and a pass is
+  lost only with every pass after it (any later synchronous commit on the server flushes them all first);
+- every row a lost pass numbered was committed by a write with synchronous commit on, which PostgreSQL
+  makes visible only once flushed: after the crash every one of them is there, in the same order; a row
+  that was not there (rolled back) stays away. The sequence comes back past every flushed row's number,
+  so a number it hands out again (drawn by a transaction that did not commit) is above every row numbered:
+  the same rows get the same numbers, new rows come after them, and a watcher's position (the last event
+  sent, a committed row) stays below every new row.
+The frontier this feed keeps in memory (what it learnt was final) may be ahead of a recovered server's
+sequence, which can hand those numbers out again: on a new connection (a crashed server broke the old
+one) it is learnt afresh. tests/modulestore/test_numbering_crash.py kills a server mid-load and checks
+every served event's stream seq afterwards.
 """
 
 from __future__ import annotations
@@ -39,6 +58,8 @@ from ggmodules.storage.outbox_sequencing import Sequencer
 from ggmodules.storage.prepared import Prepared, Tx
 
 _NO_END = 2**63 - 1
+# The numbering's COMMIT does not wait for its WAL to reach disk (see the module doc).
+_NO_FLUSH_WAIT = "SET LOCAL synchronous_commit TO off"
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +80,7 @@ class NumberingFeed:
         self._sequencer: Sequencer = sequencer
         self._kept = kept
         self._frontier = Frontier(outbox.table_name)
+        self._generation = kept.generation
         self._positions = positions
         self._drawn = Prepared(DRAWN_THEN_WRITERS)
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
@@ -75,9 +97,15 @@ class NumberingFeed:
                 return self._positions.checked(after, numbered.pruned, numbered.page)
 
     def _once(self, conn: Connection, after: int, limit: int, max_bytes: int) -> _Numbered:
+        if self._generation != self._kept.generation:
+            # A new connection, maybe to a server that crashed and recovered: what the frontier learnt
+            # before may be ahead of the recovered sequence (see the module doc); it is learnt again.
+            self._frontier = Frontier(self._outbox.table_name)
+            self._generation = self._kept.generation
         oids = self._frontier.oids(conn)
         tx = Tx(conn)
         tx.deferring(begin=True)  # the kept connection is in autocommit: BEGIN is this transaction's own
+        tx.defer(_NO_FLUSH_WAIT)
         try:
             return self._numbered(tx, oids, after, limit, max_bytes)
         except BaseException as exc:

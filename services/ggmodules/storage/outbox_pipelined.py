@@ -49,6 +49,7 @@ class PipelinedFeed:
         self._bounds = bounds_statement(outbox, positions)
 
     def read(self, conn: Connection, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> OutboxPage:
+        self._frontier.reconnected(conn.engine)  # a server crash may have lost numbers (outbox_frontier.py)
         oids = self._frontier.oids(conn)
         raw: Any = conn.connection.dbapi_connection
         dialect = conn.dialect

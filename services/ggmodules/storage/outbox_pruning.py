@@ -7,7 +7,8 @@ a follower that claims more than the outbox holds is refused and changes nothing
 
 Pruning (`prune_step`) deletes, in one short transaction, at most `batch` of the oldest events at or below
 min(every known follower's position) - margin, and raises `pruned_through` in the same transaction. The
-newest event is never pruned, so origin_seq values are never drawn twice. No
+newest event is never pruned, so origin_seq values are never drawn twice; nor is a row past where an outbox
+numbered when read has stored its stream seqs (a follower may have taken it in first). No
 follower known yet: nothing is pruned. A reader positioned below `pruned_through` is refused OUT_OF_RANGE
 (OUTBOX_PRUNED) with the oldest position it may resume from: it is told, never silently skipped. Readers
 check `pruned_through` after reading their rows, so a prune committed between the two is always seen.
@@ -130,6 +131,9 @@ class OutboxPositions:
         # largest one left, and an origin_seq drawn again would be taken by followers for one they have.
         newest = conn.execute(select(func.max(self._rows.c.origin_seq))).scalar()
         target = min(self.prune_target(conn, margin), int(newest or 0) - 1)
+        sequencer = self._outbox.sequencer
+        if sequencer is not None:  # never a row whose stream seqs are not stored yet (outbox_sequencing.py)
+            target = min(target, sequencer.position(conn))
         if target <= 0:
             return 0
         upto = conn.execute(

@@ -15,7 +15,8 @@ locked, FOR UPDATE); SQLite admits one writer at a time.
 
 On SQLite a reader positioned where the numbering starts (a caught-up WatchOutbox) is told which rows were
 numbered, with their new payloads (`Numbered`): they are every row after its position, so they are its page
-and are not selected again (Outbox.read).
+and are not selected again (Outbox.read). A caught-up WatchOutbox on SQLite need not even wait for that
+transaction: storage/outbox_ahead.py numbers in memory what it sends and stores the numbers after.
 """
 
 from __future__ import annotations
@@ -66,6 +67,8 @@ class Numbered:
     after: int = -1
     newest: int | None = None
     rows: list[tuple[int, bytes]] = field(default_factory=list)
+
+
 Reserve = Callable[[Tx, Streams], dict[tuple[str, str], int]]
 
 
@@ -106,6 +109,7 @@ class Sequencer:
             .limit(BATCH)
         )
         self.batch = BATCH
+        self._read_position = Prepared(select(positions.c.value).where(key))
         # PostgreSQL, with them: the heads of the streams those rows' columns name (the writer's stream of a
         # fan-out record; its holders' are in its payload). Only the sequencer moves ModuleStore's heads,
         # holding the position's lock: read after it, they stand until this transaction ends.
@@ -166,6 +170,10 @@ class Sequencer:
         self._raise.execute(tx, {"v": through})
         return through, left
 
+    def position(self, conn: Connection | Tx) -> int:
+        """How far the outbox is numbered (and the numbers stored)."""
+        return int(self._read_position.scalar(conn, {}) or 0)
+
     # ---- the steps of `sequence`, for a caller that pipelines them (storage/outbox_numbering.py) ----------
 
     def locked_position(self, tx: Tx) -> tuple[str, Any]:
@@ -207,25 +215,7 @@ class Sequencer:
         one row: the events of each in their order, a fan-out record's writer's event first, then its
         holders' snapshots (storage/fan_out.py). Returns what it wrote, one per row numbered: its key `k`,
         stream_seq `s` and payload `p`."""
-        parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
-        counts: Streams = Counter()
-        events = 0
-        for key, run_id, agent_id, payload in rows:
-            if events >= MAX_EVENTS:
-                break
-            data = bytes(payload)  # type: ignore[call-overload]
-            run = str(run_id)
-            item: event_pb2.Event | fan_out_pb2.FanOut
-            if is_fan_out(data):
-                item = fan_out_pb2.FanOut.FromString(data)
-                counts[(run, item.event.agent_id)] += 1
-                counts.update((run, a) for a in item.agent_ids)
-                events += 1 + len(item.agent_ids)
-            else:
-                item = event_pb2.Event.FromString(data)
-                counts[(run, str(agent_id))] += 1
-                events += 1
-            parsed.append((int(key), run, item))  # type: ignore[call-overload]
+        parsed, counts = parse(rows)
         if heads is not None and heads[1].issuperset(counts):
             known = heads[0]
             last = {s: known.get(s, 0) + n for s, n in counts.items()}
@@ -240,21 +230,59 @@ class Sequencer:
             )
         else:
             last = self._reserve(tx, counts)
-        nxt = {s: last[s] - n + 1 for s, n in counts.items()}  # each stream's first seq in this batch
-        params = []
-        for key, run, item in parsed:
-            ev = item.event if isinstance(item, fan_out_pb2.FanOut) else item
-            s = (run, ev.agent_id)
-            seq = ev.stream_seq = nxt[s]
-            nxt[s] = seq + 1
-            if isinstance(item, fan_out_pb2.FanOut):
-                seqs = []
-                for a in item.agent_ids:
-                    h = (run, a)
-                    seqs.append(nxt[h])
-                    nxt[h] += 1
-                del item.stream_seqs[:]
-                item.stream_seqs.extend(seqs)
-            params.append({"k": key, "s": seq, "p": item.SerializeToString()})
+        params = assign(parsed, counts, last)
         self._set.many(tx, params)
         return params
+
+
+def parse(
+    rows: list[tuple[object, ...]],
+) -> tuple[list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]], Streams]:
+    """The first of `rows` (key, run_id, agent_id, payload), parsed, as many as make MAX_EVENTS events or at
+    least one row, and how many events each stream gets from them."""
+    parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
+    counts: Streams = Counter()
+    events = 0
+    for key, run_id, agent_id, payload in rows:
+        if events >= MAX_EVENTS:
+            break
+        data = bytes(payload)  # type: ignore[call-overload]
+        run = str(run_id)
+        item: event_pb2.Event | fan_out_pb2.FanOut
+        if is_fan_out(data):
+            item = fan_out_pb2.FanOut.FromString(data)
+            counts[(run, item.event.agent_id)] += 1
+            counts.update((run, a) for a in item.agent_ids)
+            events += 1 + len(item.agent_ids)
+        else:
+            item = event_pb2.Event.FromString(data)
+            counts[(run, str(agent_id))] += 1
+            events += 1
+        parsed.append((int(key), run, item))  # type: ignore[call-overload]
+    return parsed, counts
+
+
+def assign(
+    parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]],
+    counts: Streams,
+    last: dict[tuple[str, str], int],
+) -> list[dict[str, Any]]:
+    """Sets each parsed row's stream seqs, given each stream's `last` seq after them; one `k`/`s`/`p` (key,
+    stream_seq, numbered payload) per row."""
+    nxt = {s: last[s] - n + 1 for s, n in counts.items()}  # each stream's first seq in this batch
+    params = []
+    for key, run, item in parsed:
+        ev = item.event if isinstance(item, fan_out_pb2.FanOut) else item
+        s = (run, ev.agent_id)
+        seq = ev.stream_seq = nxt[s]
+        nxt[s] = seq + 1
+        if isinstance(item, fan_out_pb2.FanOut):
+            seqs = []
+            for a in item.agent_ids:
+                h = (run, a)
+                seqs.append(nxt[h])
+                nxt[h] += 1
+            del item.stream_seqs[:]
+            item.stream_seqs.extend(seqs)
+        params.append({"k": key, "s": seq, "p": item.SerializeToString()})
+    return params

@@ -184,6 +184,12 @@ class Prepared:
         cursor = tx.cursor()
         cursor.executemany(sql, [self._args(order, defaults, r) for r in rows])
 
+    def count(self, conn: Connection | Tx, params: Mapping[str, Any]) -> int:
+        """Runs the statement (not on a deferring transaction) and returns how many rows it changed."""
+        tx = Tx.of(conn)
+        assert tx.deferred is None, "count reads the statement's own rowcount"
+        return int(self._cursor(tx, params).rowcount)
+
     def cursor_of(self, conn: Connection | Tx, params: Mapping[str, Any]) -> Any:
         """The statement run on the transaction's cursor, its rows not fetched yet: the caller steps through
         them and closes it (so the transaction takes a new cursor for its next statement)."""

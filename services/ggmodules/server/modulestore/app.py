@@ -59,7 +59,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     # connection, in batches short enough not to be felt.
     # On PostgreSQL they are pipelined on a connection kept out of the pool (storage/outbox_numbering.py).
     kept = None if inline else KeptConnection(engine, autocommit=True)
-    outbox = OutboxServicer(repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, kept=kept)
+    ahead = (repo.read_ahead, repo.keep) if inline else None
+    outbox = OutboxServicer(
+        repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, kept=kept, ahead=ahead
+    )
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )

@@ -12,7 +12,12 @@ A mutation handed to `GroupCommit.mutate` waits in a queue; the mutations that a
   earlier mutation of the batch); a COMMIT that fails is every caller's answer.
 A mutation that loses to a concurrent transaction (storage.contention: deadlock, lock or unique races, a
 vanished claim) rolls the whole batch back; its mutations are then run one transaction each, retried as
-before. A batch of one runs without a savepoint: a lone caller pays nothing for the grouping.
+before. A batch of one runs without a savepoint: a lone caller pays nothing for the grouping. On SQLite
+a batch first runs without any (SAVEPOINT and RELEASE were two of a batched append's six statements): should
+one of its mutations raise, the whole transaction is rolled back, nothing of it committed, and the batch is
+run again with a savepoint each, as above, so every outcome is the one it would have had; the next
+`GUARDED` batches then take their savepoints from the start (a client sending refusals does not make every
+batch run twice).
 
 Where batches run: with SQLite on the event loop (one pinned connection, as every other transaction of
 the service), once the loop has nothing else ready; what arrives meanwhile is the next batch. With
@@ -55,6 +60,8 @@ MAX_BATCH = 64
 _SAVEPOINT = "gc"
 # How many turns of the event loop a SQLite batch waits at most for the loop to have nothing else ready.
 MAX_DEFERRALS = 64
+# SQLite: batches run with savepoints from the start after one had to be run again with them.
+GUARDED = 16
 # PostgreSQL: batches in flight at once, each on its own worker thread and connection (see the docstring).
 WORKERS = 1
 
@@ -75,6 +82,7 @@ class GroupCommit:
         self._inline = transactions.pinned_dbapi is not None
         self._pending: list[_Mutation] = []
         self._scheduled = False  # SQLite: a flush is scheduled on the loop
+        self._guarded = 0  # SQLite: batches still to run with savepoints from the start
         # PostgreSQL: each worker keeps a connection of the pool while the pool leaves at least as many
         # again for everything else; a smaller pool gets one worker that takes a connection per batch.
         capacity = _pool_capacity(transactions)
@@ -193,9 +201,20 @@ class GroupCommit:
 
     def _attempt(self, batch: list[_Mutation]) -> list[Message | BaseException]:
         """The batch in one transaction. A lone mutation's refusal is raised (its transaction rolled back);
-        in a larger batch it is that mutation's outcome."""
+        in a larger batch it is that mutation's outcome. SQLite: without savepoints first (the docstring)."""
+        if len(batch) > 1 and self._inline:
+            if self._guarded == 0:
+                try:
+                    return self._attempt_with(batch, savepoints=False)
+                except _Guard:  # rolled back: nothing of the batch was applied
+                    self._guarded = GUARDED
+            else:
+                self._guarded -= 1
+        return self._attempt_with(batch, savepoints=len(batch) > 1)
+
+    def _attempt_with(self, batch: list[_Mutation], *, savepoints: bool) -> list[Message | BaseException]:
         outcomes: list[Message | BaseException] = []
-        savepoints = len(batch) > 1
+        unguarded = len(batch) > 1 and not savepoints
         tx, end = self._begin()
         pipelined = tx.deferred is not None  # PostgreSQL: statements sent together (pg_write.py)
         try:
@@ -206,6 +225,8 @@ class GroupCommit:
                 try:
                     outcomes.append(self._apply(tx, m))
                 except Exception as exc:
+                    if unguarded:
+                        raise _Guard() from exc  # the whole transaction is rolled back, below
                     if not savepoints:
                         raise
                     if lost_to_concurrency(exc) or (pipelined and _from_database(exc)):
@@ -310,6 +331,10 @@ class GroupCommit:
 
 class _Lost(Exception):
     """A mutation of a batch lost to a concurrent transaction: the whole batch is rolled back."""
+
+
+class _Guard(Exception):
+    """SQLite: a mutation of a batch run without savepoints raised; the batch runs again with them."""
 
 
 class _Committing(Exception):

@@ -26,6 +26,7 @@ from ggmodules.storage.modulestore.group_commit import GroupCommit
 from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition, MsRequest, MsStreamHead
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.outbox import Outbox, OutboxPage
+from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
 T = TypeVar("T")
@@ -99,6 +100,21 @@ class ModuleStoreRepository:
 
     def ended_runs(self) -> dict[str, str]:
         return self.read(run_ends.ended_runs)
+
+    def read_ahead(self, after: int, limit: int) -> tuple[OutboxPage, Ahead] | None:
+        """SQLite, a caught-up WatchOutbox: its page numbered in memory, to send before `keep`
+        (Outbox.read_ahead); None when it does not apply."""
+        tx = self.transactions.bare()
+        ahead = None if tx is None else self.outbox.read_ahead(tx, after, limit)
+        if ahead is None:
+            return None
+        page = OutboxPage(ahead.events, max(ahead.newest, ahead.through), ahead.more)
+        return self.positions.checked(after, ahead.pruned, page), ahead
+
+    def keep(self, ahead: Ahead) -> None:
+        """Stores the numbers of a page `read_ahead` gave, once it was sent."""
+        if ahead.params:
+            self.read(lambda conn: self.outbox.keep(conn, ahead))
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         def read(c: Connection) -> OutboxPage:

@@ -53,6 +53,13 @@ class Transactions:
     def pinned(self) -> Connection | None:
         return self._pinned
 
+    def bare(self) -> Tx | None:
+        """The pinned SQLite connection on no transaction, for a read of one statement (autocommit: its own
+        snapshot); None elsewhere."""
+        if self._pinned is None or self._raw is None:
+            return None
+        return Tx(self._pinned, dbapi=self._raw)
+
     @property
     def pinned_dbapi(self) -> Any:
         """The pinned connection's DBAPI connection (SQLite inline), or None."""

@@ -9,6 +9,7 @@ from typing import Any
 from sqlalchemy import select, text
 from sqlalchemy.engine import Connection
 
+from ggmodules.storage import pg_pipeline
 from ggmodules.storage.telemetry.tables import TelMetaRow
 
 META = TelMetaRow.__table__  # type: ignore[attr-defined]
@@ -40,15 +41,13 @@ def write(conn: Connection, sets: dict[str, int] | None = None, raises: dict[str
 
 
 def write_and_commit(conn: Connection, sets: dict[str, int], raises: dict[str, int]) -> None:
-    """PostgreSQL: `write`, then COMMIT, in one round trip (psycopg's pipeline mode); the transaction has
-    ended when it returns (SQLAlchemy's own COMMIT after it finds nothing open and sends nothing)."""
-    raw: Any = conn.connection.dbapi_connection
-    cursor = raw.cursor()
-    with raw.pipeline():
-        if sets or raises:
-            shape = _shape(True, sets, raises)
-            cursor.execute(_PSYCOPG[shape], _params(sets, raises))
-        raw.commit()
+    """PostgreSQL: `write`, then COMMIT, in one round trip (libpq's pipeline mode, storage/pg_pipeline.py:
+    one Sync; psycopg's own pipeline sent two); the transaction has ended when it returns (SQLAlchemy's
+    own COMMIT after it finds nothing open and sends nothing)."""
+    waiting = []
+    if sets or raises:
+        waiting.append((_PSYCOPG[_shape(True, sets, raises)], _params(sets, raises)))
+    pg_pipeline.send(conn.connection.dbapi_connection, waiting, [], commit=True)
 
 
 def _params(sets: dict[str, int], raises: dict[str, int]) -> dict[str, Any]:

@@ -38,7 +38,7 @@ from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.pinned import pinned_transaction
-from ggmodules.storage.telemetry import agents, event_blocks, event_rows, meta
+from ggmodules.storage.telemetry import agents, event_blocks, event_rows, meta, pg_ingest
 from ggmodules.storage.telemetry.recent import (
     CAPACITY,
     DEFAULT_RECENT_BYTES,
@@ -60,7 +60,6 @@ PRUNED_THROUGH = "pruned_through"
 # alike.
 STORED = "stored"
 STORED_BYTES = "stored_bytes"
-_LOCK_KEY = 0x67676D74  # "ggmt": Telemetry's write lock on PostgreSQL
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
 
@@ -97,6 +96,7 @@ class TelemetryRepository:
         self._refreshing = threading.Lock()
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
+        self._inserted: list[StoredEvent] = []  # what an ingest's first round trip inserted (PostgreSQL)
         self._pending_pruned = 0
         # Rows of tel_events written since the last packing looked (at least): see `pack`.
         self._unpacked = event_blocks.BLOCK
@@ -110,33 +110,42 @@ class TelemetryRepository:
         with self._reader.connect() as conn:
             return event_rows.held(conn)
 
-    def _load_stored(self, conn: Connection, extra: list[str]) -> tuple[int, int]:
-        """The events held and their payload bytes, from tel_meta (counted once, the first time, for a log
-        made before them); the `extra` keys read with them go to `self._read_meta`."""
-        rows = _locked_meta(conn, [STORED, STORED_BYTES, *extra])
+    def _load_stored(
+        self, conn: Connection, extra: list[str], events: Sequence[event_pb2.Event]
+    ) -> tuple[int, int, list[StoredEvent]]:
+        """The write lock taken; the events held and their payload bytes, from tel_meta (counted once, the
+        first time, for a log made before them); the `extra` keys read with them go to `self._read_meta`.
+        With `events` (an ingest's: `extra` is their origin's position), those above the position are
+        inserted in the same round trip (storage/telemetry/pg_ingest.py) and returned; the counts are
+        those before them."""
+        position = extra[0] if events else ""
+        rows, inserted = pg_ingest.locked_meta(conn, [STORED, STORED_BYTES, *extra], position, events)
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
         if STORED in rows and STORED_BYTES in rows:
-            return int(rows[STORED]), int(rows[STORED_BYTES])
-        count, size = event_rows.held(conn)
+            return int(rows[STORED]), int(rows[STORED_BYTES]), inserted
+        count, size = event_rows.held(conn)  # the events just inserted among them
+        count, size = count - len(inserted), size - sum(s.size for s in inserted)
         meta.write(conn, sets={STORED: count, STORED_BYTES: size})
-        return count, size
+        return count, size, inserted
 
     # ---- writes -------------------------------------------------------------------------------------
 
     @contextmanager
-    def _writing(self, origin: str = "") -> Iterator[Connection]:
+    def _writing(self, origin: str = "", events: Sequence[event_pb2.Event] = ()) -> Iterator[Connection]:
         """One write under the lock. With `origin`, its position (tel_meta `origin/<origin>`) is read with the
         counts into `self._read_meta`, and a raise of it put in `self._raises` is written with them: one
-        read and one write of tel_meta per ingest."""
+        read and one write of tel_meta per ingest. On PostgreSQL `events` (of `origin`) above its position
+        are inserted with that read, in its round trip, and are in `self._inserted` (`_load_stored`)."""
         with self._lock:
-            self._pending, self._pending_pruned, self._raises = [], 0, {}
+            self._pending, self._pending_pruned, self._raises, self._inserted = [], 0, {}, []
             stored, stored_bytes = self._stored, self._stored_bytes
             try:
                 with self._transaction() as conn:
                     if self._shared:
                         extra = [f"origin/{origin}"] if origin else []
-                        stored, stored_bytes = self._load_stored(conn, extra)
+                        stored, stored_bytes, inserted = self._load_stored(conn, extra, events)
                         self._stored, self._stored_bytes = stored, stored_bytes
+                        self._inserted = self._stored_now(inserted)
                     yield conn
                     self._prune(conn)
                     counts = {STORED: self._stored, STORED_BYTES: self._stored_bytes}
@@ -199,12 +208,14 @@ class TelemetryRepository:
 
         def attempt() -> int:
             key = f"origin/{origin}"
-            with self._writing(origin) as conn:
-                highest = self._read_meta[key] if self._shared else self._highest.get(origin)
-                if highest is None:
-                    highest = meta.value(conn, key)
-                fresh = [ev for ev in events if ev.origin_seq > highest]
-                inserted = len(self._insert(conn, fresh)) if fresh else 0
+            with self._writing(origin, events if self._shared else ()) as conn:
+                if self._shared:  # inserted with the position's read (storage/telemetry/pg_ingest.py)
+                    highest, inserted = self._read_meta[key], len(self._inserted)
+                else:
+                    known = self._highest.get(origin)
+                    highest = meta.value(conn, key) if known is None else known
+                    fresh = [ev for ev in events if ev.origin_seq > highest]
+                    inserted = len(self._insert(conn, fresh)) if fresh else 0
                 agents.know(conn, [ev for ev in events if ev.WhichOneof("body") == "roster"])
                 now = max(highest, *(ev.origin_seq for ev in events))
                 self._raises[key] = now  # written with the counts, when the write ends
@@ -265,7 +276,10 @@ class TelemetryRepository:
             return response
 
     def _insert(self, conn: Connection, events: Sequence[event_pb2.Event]) -> list[StoredEvent]:
-        stored = event_rows.insert(conn, events)
+        return self._stored_now(event_rows.insert(conn, events))
+
+    def _stored_now(self, stored: list[StoredEvent]) -> list[StoredEvent]:
+        """Counts `stored`, inserted by the write in progress."""
         self._unpacked += len(stored)
         self._pending += stored
         self._stored += len(stored)
@@ -344,7 +358,7 @@ class TelemetryRepository:
             def attempt(rows: list[event_blocks.PackedEvent] = rows, data: bytes = data) -> bool:
                 with self._lock, self._transaction() as conn:
                     if self._shared:
-                        _locked_meta(conn, [])
+                        pg_ingest.locked_meta(conn, [])
                     return event_blocks.store_block(conn, rows, data)
 
             try:
@@ -363,23 +377,6 @@ class TelemetryRepository:
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
-
-
-_LOCK = "SELECT pg_advisory_xact_lock(%s)"
-_META = "SELECT key, value FROM tel_meta WHERE key = ANY(%s)"
-
-
-def _locked_meta(conn: Connection, keys: list[str]) -> dict[str, int]:
-    """PostgreSQL: takes the write lock, then reads the `keys` of tel_meta, in one round trip (with the
-    transaction's BEGIN: psycopg's pipeline mode sends the three at once). The server runs them in order and
-    the read's snapshot is taken after the lock is held, so it sees every write committed before."""
-    raw = conn.connection.dbapi_connection
-    assert raw is not None
-    lock, read = raw.cursor(), raw.cursor()
-    with raw.pipeline():
-        lock.execute(_LOCK, (_LOCK_KEY,))
-        read.execute(_META, (keys,))
-    return {str(k): int(v) for k, v in read.fetchall()}
 
 
 def _reader_engine(engine: Engine) -> Engine:

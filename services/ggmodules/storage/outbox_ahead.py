@@ -1,0 +1,135 @@
+"""Numbering ahead of storing (issue 9, write→subscriber latency): a caught-up WatchOutbox of ModuleStore's
+outbox on SQLite, whose stream seqs are numbered when read (storage/outbox_sequencing.py), need not wait for
+the numbering transaction between a write's commit and its event's way to Telemetry.
+
+One statement on no transaction (`ahead`) reads the numbering position, the rows after it and their streams'
+heads; the rows are numbered in memory and sent, and the numbers are stored afterwards (`keep`), in a write
+transaction, only if the position has not moved meanwhile. The numbers are a function of what is committed
+(each stream's head at the position and the rows after it in origin_seq order, none of which changes until
+the position moves), so whoever numbers those rows gets the same seqs: another reader numbering them first
+(then `keep` stores nothing and no head moves twice), or any reader after a kill -9 between the send and
+`keep` (and Telemetry stores an origin_seq once). Pruning never passes the position (outbox_pruning.py), so
+a row a follower took in before its numbers were stored is still there to be numbered.
+
+A reader behind the position, a position not made yet, or a fan-out record among the rows (its holders'
+heads are in its payload, not read here) is read through the numbering transaction as before.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import Table, bindparam, text, update
+
+from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.fan_out import EVENT_OVERHEAD, is_fan_out
+from ggmodules.storage.outbox_sequencing import BATCH, SEQUENCED_THROUGH, assign, parse
+from ggmodules.storage.prepared import Prepared, Tx
+
+# outbox_pruning.PRUNED_THROUGH, in the same positions table (that module imports the outbox, which imports
+# this one).
+_PRUNED_THROUGH = "pruned_through"
+
+
+@dataclass(slots=True)
+class Ahead:
+    """The rows after the position numbered in memory, before `keep` stores the numbers: the page they make
+    (`events`, the outbox's `newest` key, `pruned` through, `more` to read), the position they were numbered
+    from (`since`) and up to (`through`), each row's update (`params`: key `k`, stream_seq `s`, payload `p`)
+    and each stream's head after them (`last`)."""
+
+    events: list[event_pb2.Event]
+    newest: int
+    pruned: int
+    more: bool
+    since: int
+    through: int
+    params: list[dict[str, Any]]
+    last: dict[tuple[str, str], int]
+
+
+class NumberingAhead:
+    """The statements of one outbox (its rows, positions and stream-head tables), SQLite only."""
+
+    def __init__(self, rows: Table, positions: Table, heads: Table) -> None:
+        # The position, the pruning point and the newest key, with the rows after the position and the head
+        # of each one's stream: one statement, one snapshot.
+        where = f"WHERE name = '{SEQUENCED_THROUGH}'"
+        self._read = Prepared(
+            text(
+                f"SELECT p.value, (SELECT value FROM {positions.name} WHERE name = '{_PRUNED_THROUGH}'), "
+                f"(SELECT max(origin_seq) FROM {rows.name}), "
+                "r.origin_seq, r.run_id, r.agent_id, r.payload, h.seq "
+                f"FROM {positions.name} p LEFT JOIN ("
+                f"SELECT origin_seq, run_id, agent_id, payload FROM {rows.name} "
+                f"WHERE origin_seq > (SELECT value FROM {positions.name} {where}) "
+                f"ORDER BY origin_seq LIMIT {BATCH}) r ON 1 = 1 "
+                f"LEFT JOIN {heads.name} h ON h.run_id = r.run_id AND h.agent_id = r.agent_id "
+                f"WHERE p.name = '{SEQUENCED_THROUGH}' ORDER BY r.origin_seq"
+            )
+        )
+        # The position raised only from where the numbers were made (else another reader stored them).
+        self._advance = Prepared(
+            update(positions)
+            .where(positions.c.name == SEQUENCED_THROUGH, positions.c.value == bindparam("since"))
+            .values(value=bindparam("through"))
+        )
+        self._set = Prepared(
+            update(rows)
+            .where(rows.c.origin_seq == bindparam("k"))
+            .values(stream_seq=bindparam("s"), payload=bindparam("p"))
+        )
+        # Each stream's head set to where the rows numbered leave it.
+        self._set_heads = Prepared(
+            text(
+                f"INSERT INTO {heads.name} (run_id, agent_id, seq) "
+                "SELECT value ->> 0, value ->> 1, value ->> 2 FROM json_each(:streams) WHERE true "
+                "ON CONFLICT (run_id, agent_id) DO UPDATE SET seq = excluded.seq"
+            )
+        )
+
+    def ahead(self, tx: Tx, after: int, limit: int, max_bytes: int) -> Ahead | None:
+        """On no transaction: the rows after the position numbered in memory, for a reader positioned there
+        (`after`), in a page of at most `limit` events and `max_bytes` (the first alone when larger); None
+        when it does not apply (see the module doc)."""
+        if tx.dialect.name != "sqlite" or tx.dbapi().in_transaction:
+            return None
+        found = self._read.all(tx, {})
+        if not found:
+            return None
+        position, pruned, newest = int(found[0][0]), int(found[0][1] or 0), int(found[0][2] or 0)
+        if position != after:
+            return None
+        if any(p is not None and is_fan_out(bytes(p)) for _, _, _, _, _, _, p, _ in found):
+            return None
+        rows: list[tuple[object, ...]] = [(k, r, a, p) for _, _, _, k, r, a, p, _ in found if k is not None]
+        known = {(str(r), str(a)): int(h or 0) for _, _, _, _, r, a, _, h in found if r is not None}
+        parsed, counts = parse(rows)
+        last = {s: known[s] + n for s, n in counts.items()}
+        params = assign(parsed, counts, last)
+        events: list[event_pb2.Event] = []
+        total, cut = 0, False
+        for (key, _, item), p in zip(parsed, params, strict=True):
+            total += len(p["p"]) + EVENT_OVERHEAD
+            if events and (total > max_bytes or len(events) == limit):
+                cut = True
+                break
+            assert isinstance(item, event_pb2.Event)
+            item.origin_seq = key  # not stored: the key is the truth
+            events.append(item)
+        through = int(params[-1]["k"]) if params else position
+        return Ahead(events, newest, pruned, cut or len(rows) == BATCH, position, through, params, last)
+
+    def keep(self, tx: Tx, ahead: Ahead) -> bool:
+        """Stores the numbers `ahead` gave, in the caller's write transaction, unless another reader numbered
+        those rows first; returns whether it stored them."""
+        if not ahead.params:
+            return False
+        if self._advance.count(tx, {"since": ahead.since, "through": ahead.through}) != 1:
+            return False
+        self._set.many(tx, ahead.params)
+        streams = json.dumps([[r, a, seq] for (r, a), seq in sorted(ahead.last.items())])
+        self._set_heads.execute(tx, {"streams": streams})
+        return True
