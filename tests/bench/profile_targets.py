@@ -63,15 +63,25 @@ def noop(window: Window) -> None:
             bench.close()
 
 
+# Appends of about 270 bytes to one history store before the next: well under its 2 MB cap (a quiet machine
+# makes ~1,000 a second, and one store would be refused within the window).
+STORE_APPENDS = 2000
+
+
 def p1(backend: str) -> Callable[[Window], None]:
     def run(window: Window) -> None:
         with _database(backend) as url:
             bench = WritesBench(url, quick=True)
             try:
-                store = bind_history(bench.stub, bench.run, "appender-0")
+                agent, store, appended = "appender-0", bind_history(bench.stub, bench.run, "appender-0"), 0
 
                 def append() -> None:
-                    bench.stub.Write(append_request(bench.run, "appender-0", store))
+                    nonlocal agent, store, appended
+                    if appended and appended % STORE_APPENDS == 0:  # a fresh store before the cap refuses one
+                        agent = f"appender-{appended}"
+                        store = bind_history(bench.stub, bench.run, agent)
+                    bench.stub.Write(append_request(bench.run, agent, store))
+                    appended += 1
 
                 until_then(time.perf_counter() + 1, append)  # warm up
                 until = window.open({"modulestore": bench.pid})
