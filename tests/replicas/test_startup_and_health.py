@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -27,6 +28,7 @@ from tests.harness import (
     new_database_url,
     open_channel,
 )
+from tests.replicas._support import cluster
 
 REPLICAS = 8
 
@@ -120,3 +122,28 @@ def test_an_address_that_is_not_host_and_port_is_refused_with_what_to_give() -> 
         channel_target("127.0.0.1:1,nowhere")
     with pytest.raises(ValueError, match="mix IPv4 and IPv6"):
         channel_target("127.0.0.1:1,[::1]:2")
+
+
+
+@needs_postgres
+def test_a_cluster_that_fails_to_start_leaves_no_replica_running(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The replica rig's own hygiene: when the last services of a cluster cannot start (here Transfer, given
+    a lease it refuses), the replicas already started are stopped, so they hold no PostgreSQL connections
+    for the rest of the suite."""
+    started: list[ServiceProcess] = []
+    real = cluster.start_together
+
+    def recording(specs: Any) -> list[ServiceProcess]:
+        got = real(specs)
+        started.extend(got)
+        return got
+
+    monkeypatch.setattr(cluster, "start_together", recording)
+    monkeypatch.setattr(cluster, "LEASE_SECONDS", "not-a-number")
+    with pytest.raises(AssertionError, match="did not start"):
+        cluster.Cluster(tmp_path, "sql").close()
+    assert sorted(p.service for p in started) == ["modulestore", "modulestore", "registry", "registry"]
+    for p in started:
+        assert p.proc.wait(timeout=30) is not None, f"a {p.service} replica was left running"

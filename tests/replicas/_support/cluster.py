@@ -99,18 +99,32 @@ class Cluster:
         self.channels: list[grpc.Channel] = []
         # Every call logged (info): what a failing run leaves to read (the test names the log files).
         common = ("--database-url", self.url, "--log-level", "info")
-        self.modulestore = Replicas("modulestore", start_together([("modulestore", common, {})] * 2))
-        ms = ("--modulestore-address", self.modulestore.addresses)
-        self.registry = Replicas("registry", start_together([("registry", (*common, *ms), {})] * 2))
-        siblings = (*ms, "--registry-address", self.registry.addresses)
-        lease = ("--lease-seconds", LEASE_SECONDS, "--lease-scan-seconds", LEASE_SCAN_SECONDS)
-        log = ("--event-log", event_log) if event_log != "sql" else ()
-        started = start_together(
-            [("transfer", (*common, *siblings, *lease), {})] * 2
-            + [("telemetry", (*common, *siblings, *log), {})] * 2
-        )
+        # A start that fails part-way stops what it had started and drops the database: a test that could
+        # not get its cluster leaves no process holding PostgreSQL connections for the rest of the suite.
+        self.started: list[ServiceProcess] = []
+        try:
+            self.modulestore = Replicas("modulestore", self._start([("modulestore", common, {})] * 2))
+            ms = ("--modulestore-address", self.modulestore.addresses)
+            self.registry = Replicas("registry", self._start([("registry", (*common, *ms), {})] * 2))
+            siblings = (*ms, "--registry-address", self.registry.addresses)
+            lease = ("--lease-seconds", LEASE_SECONDS, "--lease-scan-seconds", LEASE_SCAN_SECONDS)
+            log = ("--event-log", event_log) if event_log != "sql" else ()
+            started = self._start(
+                [("transfer", (*common, *siblings, *lease), {})] * 2
+                + [("telemetry", (*common, *siblings, *log), {})] * 2
+            )
+        except BaseException:
+            for p in self.started:
+                p.kill()
+            drop_database(self.url)
+            raise
         self.transfer = Replicas("transfer", started[:2])
         self.telemetry = Replicas("telemetry", started[2:])
+
+    def _start(self, specs: Sequence[tuple[str, tuple[str, ...], dict[str, str]]]) -> list[ServiceProcess]:
+        started = start_together(specs)
+        self.started += started
+        return started
 
     def every(self) -> list[Replicas]:
         return [self.modulestore, self.registry, self.transfer, self.telemetry]
