@@ -18,14 +18,23 @@ import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from sqlalchemy.engine import Engine
+
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.migrations import migrate
 
 PG_BIN = Path(os.environ.get("GGMODULES_TEST_PG_BIN", "/usr/lib/postgresql/15/bin"))
 needs_pg_binaries = pytest.mark.skipif(
     not (PG_BIN / "initdb").exists(), reason=f"no PostgreSQL binaries in {PG_BIN} (GGMODULES_TEST_PG_BIN)"
 )
+# For a crash test: the WAL writer wakes every 10 s (the most it may wait), so an unflushed commit stays in
+# the server's memory until then or until a synchronous commit flushes it, which is what a crash loses; no
+# checkpoint meanwhile.
+NO_BACKGROUND_FLUSH = {"wal_writer_delay": "10s", "checkpoint_timeout": "1h", "max_connections": "20"}
 
 
 def _free_port() -> int:
@@ -98,3 +107,25 @@ class PrivateCluster:
         with contextlib.suppress(Exception):
             self._run(PG_BIN / "pg_ctl", "-D", self.data, "-m", "immediate", "-w", "stop")
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def crashable(settings: dict[str, str] = NO_BACKGROUND_FLUSH) -> Iterator[PrivateCluster]:
+    """A private cluster started with `settings`, removed afterwards."""
+    made = PrivateCluster(settings)
+    try:
+        made.start()
+        yield made
+    finally:
+        made.remove()
+
+
+@contextlib.contextmanager
+def migrated(cluster: PrivateCluster, service: str) -> Iterator[Engine]:
+    """An engine on `cluster`'s database with `service`'s tables, disposed afterwards."""
+    engine = make_engine(cluster.url())
+    try:
+        migrate(engine, service)
+        yield engine
+    finally:
+        engine.dispose()

@@ -20,39 +20,28 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.storage.engine import make_engine
 from ggmodules.storage.kept import KeptConnection
-from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore.tables import MsOutboxPosition
 from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
-from tests.harness.private_postgres import PrivateCluster, needs_pg_binaries
+from tests.harness.private_postgres import PrivateCluster, crashable, migrated, needs_pg_binaries
 from tests.modulestore.test_outbox_sequencing import outbox, streams, write_some
 
 pytestmark = needs_pg_binaries
 
-# The WAL writer wakes every 10 s (the most it may wait): an unflushed commit stays in the server's memory
-# until then or until a synchronous commit flushes it, which is what a crash loses. No checkpoint meanwhile.
-SETTINGS = {"wal_writer_delay": "10s", "checkpoint_timeout": "1h", "max_connections": "20"}
 Served = dict[tuple[int, str], int]
 
 
 @pytest.fixture
 def cluster() -> Iterator[PrivateCluster]:
-    made = PrivateCluster(SETTINGS)
-    try:
-        made.start()
+    with crashable() as made:  # nothing flushes the WAL behind the test's back
         yield made
-    finally:
-        made.remove()
 
 
 @pytest.fixture
 def engine(cluster: PrivateCluster) -> Iterator[Engine]:
-    eng = make_engine(cluster.url())
-    migrate(eng, "modulestore")
-    yield eng
-    eng.dispose()
+    with migrated(cluster, "modulestore") as eng:
+        yield eng
 
 
 def _feed(engine: Engine) -> tuple[NumberingFeed, KeptConnection]:

@@ -16,36 +16,26 @@ from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.storage.engine import make_engine
-from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegOutboxRow, RegStreamHeadRow
-from tests.harness.private_postgres import PrivateCluster, needs_pg_binaries
+from tests.harness.private_postgres import PrivateCluster, crashable, migrated, needs_pg_binaries
 
 pytestmark = needs_pg_binaries
 
-# As tests/modulestore/test_numbering_crash.py: nothing flushes the WAL behind the test's back.
-SETTINGS = {"wal_writer_delay": "10s", "checkpoint_timeout": "1h", "max_connections": "20"}
 
 
 @pytest.fixture
 def cluster() -> Iterator[PrivateCluster]:
-    made = PrivateCluster(SETTINGS)
-    try:
-        made.start()
+    with crashable() as made:  # nothing flushes the WAL behind the test's back
         yield made
-    finally:
-        made.remove()
 
 
 @pytest.fixture
 def engine(cluster: PrivateCluster) -> Iterator[Engine]:
-    eng = make_engine(cluster.url())
-    migrate(eng, "registry")
-    yield eng
-    eng.dispose()
+    with migrated(cluster, "registry") as eng:
+        yield eng
 
 
 def _event(agent: str) -> event_pb2.Event:

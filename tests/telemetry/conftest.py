@@ -5,7 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.harness import BACKENDS, Suite
+from ggmodules.core.telemetry.streams import Retention
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.telemetry import TelemetryRepository
+from tests.harness import BACKENDS, Suite, drop_database, new_database_url
 
 
 @pytest.fixture(scope="module", params=BACKENDS)
@@ -26,3 +29,16 @@ def backend(request: pytest.FixtureRequest) -> str:
 @pytest.fixture(scope="module", params=BACKENDS)
 def backend_module(request: pytest.FixtureRequest) -> str:
     return str(request.param)
+
+
+@pytest.fixture
+def pg_repo(tmp_path: Path) -> Iterator[TelemetryRepository]:
+    """A Telemetry log on a PostgreSQL database of its own (10,000 events kept), dropped afterwards; for
+    tests marked needs_postgres."""
+    url = new_database_url("postgres", "telemetry", tmp_path)
+    repository = TelemetryRepository(make_engine(url), Retention(10_000))
+    try:
+        yield repository
+    finally:
+        repository.close()
+        drop_database(url)

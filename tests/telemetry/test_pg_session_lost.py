@@ -5,32 +5,15 @@ next write goes through on a fresh connection: the log never stays stuck on a de
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
 import psycopg
-import pytest
 from sqlalchemy.engine import make_url
 
 from ggmodules.common.v1 import event_pb2
-from ggmodules.core.telemetry.streams import Retention, StreamFilter
-from ggmodules.storage.engine import make_engine
+from ggmodules.core.telemetry.streams import StreamFilter
 from ggmodules.storage.telemetry import TelemetryRepository
-from tests.harness import drop_database, new_database_url
 from tests.harness.backends import needs_postgres
 
 pytestmark = needs_postgres
-
-
-@pytest.fixture
-def repo(tmp_path: Path) -> Iterator[TelemetryRepository]:
-    url = new_database_url("postgres", "telemetry", tmp_path)
-    repository = TelemetryRepository(make_engine(url), Retention(10_000))
-    try:
-        yield repository
-    finally:
-        repository.close()
-        drop_database(url)
 
 
 def _event(n: int) -> event_pb2.Event:
@@ -38,10 +21,10 @@ def _event(n: int) -> event_pb2.Event:
 
 
 def test_r48_a_killed_session_costs_at_most_the_batch_in_flight_which_is_stored_when_sent_again(
-    repo: TelemetryRepository,
+    pg_repo: TelemetryRepository,
 ) -> None:
-    assert repo.ingest("modulestore", [_event(1)]) == 1
-    url = make_url(repo.engine.url.render_as_string(hide_password=False))
+    assert pg_repo.ingest("modulestore", [_event(1)]) == 1
+    url = make_url(pg_repo.engine.url.render_as_string(hide_password=False))
     dsn = url.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
     with psycopg.connect(dsn, autocommit=True) as admin:
         killed = admin.execute(
@@ -53,11 +36,11 @@ def test_r48_a_killed_session_costs_at_most_the_batch_in_flight_which_is_stored_
     failures = 0
     for _ in range(2):  # the follower's resend of a batch that failed
         try:
-            repo.ingest("modulestore", [_event(2)])
+            pg_repo.ingest("modulestore", [_event(2)])
             break
         except Exception:
             failures += 1
     assert failures <= 1
-    assert repo.ingest("modulestore", [_event(3)]) == 1
-    stored = repo.read(StreamFilter(), 0, 10)
+    assert pg_repo.ingest("modulestore", [_event(3)]) == 1
+    stored = pg_repo.read(StreamFilter(), 0, 10)
     assert [e.event.origin_seq for e in stored.events] == [1, 2, 3]
