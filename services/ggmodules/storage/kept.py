@@ -26,9 +26,6 @@ class KeptConnection:
         self._autocommit = autocommit
         self._conn: Connection | None = None
         self._lock = threading.Lock()
-        # How many connections were checked out so far: a user that keeps what it learnt of the server
-        # (storage/outbox_numbering.py) starts afresh on a new one, which may be a restarted server's.
-        self.generation = 0
 
     def _checked_out(self) -> Connection:
         conn = self._conn
@@ -37,7 +34,6 @@ class KeptConnection:
             if self._autocommit:
                 conn = conn.execution_options(isolation_level="AUTOCOMMIT")
             self._conn = conn
-            self.generation += 1
         return conn
 
     def _let_go(self) -> None:

@@ -34,9 +34,10 @@ the same rows again with the same numbers:
   the same rows get the same numbers, new rows come after them, and a watcher's position (the last event
   sent, a committed row) stays below every new row.
 The frontier this feed keeps in memory (what it learnt was final) may be ahead of a recovered server's
-sequence, which can hand those numbers out again: on a new connection (a crashed server broke the old
-one) it is learnt afresh. tests/modulestore/test_numbering_crash.py kills a server mid-load and checks
-every served event's stream seq afterwards.
+sequence, which can hand those numbers out again: once the engine has made a new connection (a crashed
+server broke every old one) it is learnt afresh (`Frontier.reconnected`, storage/outbox_frontier.py).
+tests/modulestore/test_numbering_crash.py kills a server mid-load and checks every served event's stream seq
+afterwards.
 """
 
 from __future__ import annotations
@@ -76,11 +77,9 @@ class NumberingFeed:
     def __init__(self, outbox: Outbox, positions: OutboxPositions, kept: KeptConnection) -> None:
         sequencer = outbox.sequencer
         assert sequencer is not None, "only an outbox numbered when read"
-        self._outbox = outbox
         self._sequencer: Sequencer = sequencer
         self._kept = kept
         self._frontier = Frontier(outbox.table_name)
-        self._generation = kept.generation
         self._positions = positions
         self._drawn = Prepared(DRAWN_THEN_WRITERS)
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
@@ -97,11 +96,7 @@ class NumberingFeed:
                 return self._positions.checked(after, numbered.pruned, numbered.page)
 
     def _once(self, conn: Connection, after: int, limit: int, max_bytes: int) -> _Numbered:
-        if self._generation != self._kept.generation:
-            # A new connection, maybe to a server that crashed and recovered: what the frontier learnt
-            # before may be ahead of the recovered sequence (see the module doc); it is learnt again.
-            self._frontier = Frontier(self._outbox.table_name)
-            self._generation = self._kept.generation
+        self._frontier.reconnected(conn.engine)  # a server crash may have lost numbers (module doc)
         oids = self._frontier.oids(conn)
         tx = Tx(conn)
         tx.deferring(begin=True)  # the kept connection is in autocommit: BEGIN is this transaction's own
