@@ -207,3 +207,29 @@ def test_the_sql_event_log_packs_after_its_writes_and_a_subscriber_from_the_star
     got = asyncio.run(asyncio.wait_for(write_then_subscribe(), 60))
     assert packed(repo)[0] >= 128
     assert got == [i + 1 for i, ev in enumerate(events) if ev.run_id == "run-a"]
+
+
+def test_events_written_while_a_packing_reads_still_set_off_the_next_packing(
+    open_repo: object, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Packing runs on a worker thread while writes go on. A full block's worth of rows written around a
+    packing that found too few must still count as due: before, the packing set its count to the rows it had
+    read, dropping what writes added meanwhile, and those rows waited in tel_events for later writes (a
+    Telemetry that then went quiet kept them uncompressed)."""
+    make = open_repo
+    assert callable(make)
+    repo = make(Retention(1_000_000))
+    events = history_events(event_blocks.BLOCK + 9)
+    repo.ingest("modulestore", events[: event_blocks.BLOCK - 1])
+    read = event_blocks.oldest_rows
+
+    def read_then_a_write_lands(conn: object, limit: int) -> list[event_blocks.PackedEvent]:
+        rows = read(conn, limit)  # type: ignore[arg-type]
+        repo.ingest("modulestore", events[event_blocks.BLOCK - 1 :])  # a write while the packing works
+        return rows
+
+    monkeypatch.setattr(event_blocks, "oldest_rows", read_then_a_write_lands)
+    assert repo.pack(4) == 0  # it read BLOCK - 1 rows: too few
+    monkeypatch.setattr(event_blocks, "oldest_rows", read)
+    assert repo.pack_due()  # BLOCK + 9 rows wait
+    assert repo.pack(4) == event_blocks.BLOCK

@@ -98,8 +98,8 @@ class TelemetryRepository:
         self._pending: list[StoredEvent] = []
         self._inserted: list[StoredEvent] = []  # what an ingest's first round trip inserted (PostgreSQL)
         self._pending_pruned = 0
-        # Rows of tel_events written since the last packing looked (at least): see `pack`.
-        self._unpacked = event_blocks.BLOCK
+        # Rows written since the last packing looked (at least), and events ever inserted: see `pack`.
+        self._unpacked, self._inserted_total, self._counting = event_blocks.BLOCK, 0, threading.Lock()
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
         head, pruned_through = self.head()
@@ -280,7 +280,9 @@ class TelemetryRepository:
 
     def _stored_now(self, stored: list[StoredEvent]) -> list[StoredEvent]:
         """Counts `stored`, inserted by the write in progress."""
-        self._unpacked += len(stored)
+        with self._counting:
+            self._unpacked += len(stored)
+            self._inserted_total += len(stored)
         self._pending += stored
         self._stored += len(stored)
         self._stored_bytes += sum(s.size for s in stored)
@@ -348,9 +350,13 @@ class TelemetryRepository:
         which changes no cursor, event or count (subscribers and retention see the same log)."""
         packed = 0
         while blocks is None or packed < blocks * event_blocks.BLOCK:
+            before = self._inserted_total
             with self._reader.connect() as conn:
                 rows = event_blocks.oldest_rows(conn, event_blocks.BLOCK)
-            self._unpacked = len(rows)
+            # What writes inserted while this thread read is added (counted twice at worst: a packing that
+            # finds too few; not counted, a full block would wait for later writes).
+            with self._counting:  # plus what writes inserted meanwhile (twice at worst: a packing too early)
+                self._unpacked = len(rows) + (self._inserted_total - before)
             if len(rows) < event_blocks.BLOCK:
                 return packed
             data = event_blocks.encode(rows)
