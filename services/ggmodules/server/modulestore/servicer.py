@@ -104,7 +104,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     ) -> AsyncIterator[svc.SessionResponse]:
         # The answers' generator itself, not one more generator around it: the call interceptor (always
         # installed, runtime/server.py) iterates it.
-        return session.answers(requests, self.write)
+        return session.answers(requests, self.write, self._repo.batched.ahead)
 
     async def write(self, request: svc.WriteRequest) -> svc.WriteResponse:
         """A write, from the unary Write or each of a Session's: checked, then the write use case

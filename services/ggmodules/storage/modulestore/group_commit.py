@@ -94,6 +94,13 @@ class GroupCommit:
         self._connections: list[Connection] = []
         self._tasks: set[asyncio.Task[None]] = set()
 
+    @property
+    def ahead(self) -> int:
+        """How many mutations one caller (a write Session) gains by having in flight at once: a batch's
+        worth on PostgreSQL, where they share one durable commit; none on SQLite, where a lone mutation
+        commits inline before the caller could send the next (server/modulestore/session.py)."""
+        return 0 if self._inline else MAX_BATCH
+
     async def mutate(
         self,
         key: RequestKey | None,
