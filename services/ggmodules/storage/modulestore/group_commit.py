@@ -98,8 +98,10 @@ class GroupCommit:
     def ahead(self) -> int:
         """How many mutations one caller (a write Session) gains by having in flight at once: a batch's
         worth on PostgreSQL, where they share one durable commit; none on SQLite, where a lone mutation
-        commits inline before the caller could send the next (server/modulestore/session.py)."""
-        return 0 if self._inline else MAX_BATCH
+        commits inline before the caller could send the next (server/modulestore/session.py). None either
+        with several workers: two batches in flight at once could lock one store in either order, and a
+        session's writes must be applied in the order sent."""
+        return 0 if self._inline or self._workers > 1 else MAX_BATCH
 
     async def mutate(
         self,
