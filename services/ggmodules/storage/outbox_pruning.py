@@ -171,3 +171,15 @@ def prune_requests(conn: Connection, table: Table, window_seconds: float, batch:
     )
     stmt = delete(table).where(tuple_(table.c.method, table.c.request_id).in_(oldest))
     return int(conn.execute(stmt).rowcount)
+
+
+def prune_all_but_newest(rows: Table, conn: Connection, batch: int) -> int:
+    """Deletes up to `batch` of the oldest rows of an outbox whose rows nobody reads (Telemetry's own: it only
+    numbers its turn events, logged in the same transaction), all but the newest (which keeps the numbering
+    going on SQLite); returns how many went."""
+    newest = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
+    if newest is None:
+        return 0
+    oldest = select(rows.c.origin_seq).where(rows.c.origin_seq < newest).order_by(rows.c.origin_seq)
+    stmt = delete(rows).where(rows.c.origin_seq.in_(oldest.limit(batch).scalar_subquery()))
+    return int(conn.execute(stmt).rowcount)

@@ -11,12 +11,13 @@ import time
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from sqlalchemy import Row, func, select, union_all
-from sqlalchemy.engine import Connection
+from sqlalchemy import Row, delete, event, func, select, union_all
+from sqlalchemy.engine import Connection, Engine
+from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
-from ggmodules.storage.telemetry import event_blocks
+from ggmodules.storage.telemetry import event_blocks, meta
 from ggmodules.storage.telemetry.event_blocks import BLOCKS
 from ggmodules.storage.telemetry.recent import StoredEvent
 from ggmodules.storage.telemetry.tables import TelEventRow, TelMetaRow
@@ -160,3 +161,30 @@ def _event(p: event_blocks.PackedEvent) -> event_pb2.Event:
     ev = event_pb2.Event.FromString(p.payload)
     ev.origin, ev.origin_seq, ev.run_id, ev.agent_id = p.origin, p.origin_seq, p.run_id, p.agent_id
     return ev
+
+
+def prune(conn: Connection, through: int) -> tuple[int, int]:
+    """Deletes the events through cursor `through` (rows and blocks) and raises `pruned_through` to it;
+    returns how many events went and their payload bytes."""
+    pruned, size = conn.execute(
+        select(func.count(), func.sum(func.length(EVENTS.c.payload))).where(EVENTS.c.cursor <= through)
+    ).one()
+    conn.execute(delete(EVENTS).where(EVENTS.c.cursor <= through))
+    packed, packed_size = event_blocks.prune(conn, meta.value(conn, "pruned_through"), through)
+    meta.write(conn, raises={"pruned_through": int(through)})
+    return int(pruned) + packed, int(size or 0) + packed_size
+
+
+def reader_engine(engine: Engine) -> Engine:
+    """On SQLite, a second engine whose connections read in autocommit mode (WAL: readers never block the
+    writer). PostgreSQL reads under READ COMMITTED on the same engine."""
+    if engine.dialect.name != "sqlite":
+        return engine
+    reader = create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
+
+    @event.listens_for(reader, "connect")
+    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+        dbapi_conn.isolation_level = None
+        dbapi_conn.execute("PRAGMA busy_timeout=30000")
+
+    return reader

@@ -18,14 +18,13 @@ autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or
 
 from __future__ import annotations
 
+import functools
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from sqlalchemy import delete, event, func, select
 from sqlalchemy.engine import Connection, Engine
-from sqlmodel import create_engine
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import DomainError
@@ -37,6 +36,7 @@ from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.outbox_pruning import prune_all_but_newest
 from ggmodules.storage.pinned import pinned_transaction
 from ggmodules.storage.telemetry import agents, event_blocks, event_rows, meta, pg_ingest
 from ggmodules.storage.telemetry.recent import (
@@ -77,15 +77,18 @@ class TelemetryRepository:
         self.retries = retries
         self.retention = retention
         self.committed = CommitSignal()
-        self._reader = _reader_engine(engine)
+        self._reader = event_rows.reader_engine(engine)
         self._lock = threading.Lock()
         self._outbox = Outbox(ORIGIN, TelOutboxRow, TelStreamHeadRow)
+        # Telemetry's own outbox only numbers its turn events, logged in the same transaction (housekeeping).
+        self.prune_own_outbox = functools.partial(prune_all_but_newest, self._outbox._rows)
         self._requests = RequestLog(TelRequestRow)
         # PostgreSQL may be shared by several replicas: the count, the bytes and each origin's position are
         # then read under the write lock at each write. A SQLite file is one process's, which keeps them in
         # memory.
         self._shared = engine.dialect.name == "postgresql"
         self._stored, self._stored_bytes = (0, 0) if self._shared else self._count()
+        self._counted = False  # PostgreSQL: a write found the counts in tel_meta (pg_ingest.fits)
         # SQLite: every write of the log (under `_lock`, one at a time) runs on one connection kept open, as
         # ModuleStore's do: no pool checkout on an event's way to its subscribers.
         self._pinned = None if self._shared else engine.connect()
@@ -121,6 +124,7 @@ class TelemetryRepository:
         position = extra[0] if events else ""
         rows, inserted = pg_ingest.locked_meta(conn, [STORED, STORED_BYTES, *extra], position, events)
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
+        self._counted = True  # now, or below: tel_meta rows are never deleted
         if STORED in rows and STORED_BYTES in rows:
             return int(rows[STORED]), int(rows[STORED_BYTES]), inserted
         count, size = event_rows.held(conn)  # the events just inserted among them
@@ -208,6 +212,8 @@ class TelemetryRepository:
 
         def attempt() -> int:
             key = f"origin/{origin}"
+            if self._counted and pg_ingest.fits(events, self._bounds, self._stored, self._stored_bytes):
+                return self._ingest_at_once(origin, events)
             with self._writing(origin, events if self._shared else ()) as conn:
                 if self._shared:  # inserted with the position's read (storage/telemetry/pg_ingest.py)
                     highest, inserted = self._read_meta[key], len(self._inserted)
@@ -223,6 +229,28 @@ class TelemetryRepository:
             return inserted
 
         return retrying(attempt, self.retries)
+
+    def _ingest_at_once(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
+        """The ingest in one round trip; then, when the counts read with it show a retention bound crossed
+        (another replica's writes came between), the pruning in a write of its own, before returning."""
+        assert self._kept is not None
+        with self._lock:
+            self._pending, self._pending_pruned = [], 0
+            with self._kept.connection() as conn, conn.begin():
+                counts, stored = pg_ingest.ingest_at_once(conn, f"origin/{origin}", events)
+            self._stored, self._stored_bytes = counts[STORED], counts[STORED_BYTES]
+            self._stored_now(stored)
+            self._highest[origin] = max(self._highest.get(origin, 0), *(ev.origin_seq for ev in events))
+            self._publish_recent(stored, 0)
+            self.committed.notify()
+            due = self._bounds.due(self._stored, self._stored_bytes)
+        if due:
+            retrying(self._prune_now, self.retries)
+        return len(stored)
+
+    def _prune_now(self) -> None:
+        with self._writing():
+            pass  # the write prunes as it ends
 
     def highest_origin_seq(self, origin: str) -> int:
         """Where following `origin` resumes: the highest origin_seq ever stored (pruned or not)."""
@@ -302,27 +330,10 @@ class TelemetryRepository:
         through = self._bounds.through(conn, self._stored, self._stored_bytes)
         if not through:
             return
-        pruned, size = conn.execute(
-            select(func.count(), func.sum(func.length(_events.c.payload))).where(_events.c.cursor <= through)
-        ).one()
-        conn.execute(delete(_events).where(_events.c.cursor <= through))
-        packed, packed_size = event_blocks.prune(conn, meta.value(conn, PRUNED_THROUGH), through)
-        pruned, size = int(pruned) + packed, int(size or 0) + packed_size
-        meta.write(conn, raises={PRUNED_THROUGH: int(through)})
+        pruned, size = event_rows.prune(conn, through)
         self._pending_pruned = int(through)
         self._stored -= pruned
         self._stored_bytes -= size
-
-    def prune_own_outbox(self, conn: Connection, batch: int) -> int:
-        """Telemetry's own outbox only numbers its turn events, which are logged in the same transaction:
-        every row but the newest (which keeps the numbering going on SQLite) is dead weight."""
-        rows = self._outbox._rows
-        newest = conn.execute(select(func.max(rows.c.origin_seq))).scalar()
-        if newest is None:
-            return 0
-        oldest = select(rows.c.origin_seq).where(rows.c.origin_seq < newest).order_by(rows.c.origin_seq)
-        stmt = delete(rows).where(rows.c.origin_seq.in_(oldest.limit(batch).scalar_subquery()))
-        return int(conn.execute(stmt).rowcount)
 
     # ---- reads --------------------------------------------------------------------------------------
 
@@ -383,18 +394,3 @@ class TelemetryRepository:
         if self._reader is not self.engine:
             self._reader.dispose()
         self.engine.dispose()
-
-
-def _reader_engine(engine: Engine) -> Engine:
-    """On SQLite, a second engine whose connections read in autocommit mode (WAL: readers never block the
-    writer). PostgreSQL reads under READ COMMITTED on the same engine."""
-    if engine.dialect.name != "sqlite":
-        return engine
-    reader = create_engine(engine.url, connect_args={"check_same_thread": False, "timeout": 30})
-
-    @event.listens_for(reader, "connect")
-    def _on_connect(dbapi_conn: Any, _record: Any) -> None:
-        dbapi_conn.isolation_level = None
-        dbapi_conn.execute("PRAGMA busy_timeout=30000")
-
-    return reader

@@ -29,6 +29,13 @@ class RetentionBounds:
         self.retention = retention
         self._age_checked = 0.0
 
+    def due(self, stored: int, stored_bytes: int) -> bool:
+        """Whether `through` may find events to prune (without reading the log): a bound crossed by the
+        counts, or the age bound's look due."""
+        window = self.retention.max_age_seconds
+        age_due = window is not None and time.monotonic() - self._age_checked >= AGE_CHECK_SECONDS
+        return age_due or bool(self.retention.excess(stored) or self.retention.excess_bytes(stored_bytes))
+
     def through(self, conn: Connection, stored: int, stored_bytes: int) -> int:
         """The cursor through which the oldest events are past a bound, given how many events and payload
         bytes the log holds."""
