@@ -114,7 +114,7 @@ def held(conn: Connection) -> tuple[int, int]:
 
 
 def _pruned(conn: Connection) -> int:
-    return int(conn.execute(select(META.c.value).where(META.c.key == "pruned_through")).scalar() or 0)
+    return int(conn.execute(select(META.c.value).where(META.c.key == meta.PRUNED_THROUGH)).scalar() or 0)
 
 
 def read(conn: Connection, where: StreamFilter, after: int, limit: int) -> tuple[list[StoredEvent], int]:
@@ -170,8 +170,8 @@ def prune(conn: Connection, through: int) -> tuple[int, int]:
         select(func.count(), func.sum(func.length(EVENTS.c.payload))).where(EVENTS.c.cursor <= through)
     ).one()
     conn.execute(delete(EVENTS).where(EVENTS.c.cursor <= through))
-    packed, packed_size = event_blocks.prune(conn, meta.value(conn, "pruned_through"), through)
-    meta.write(conn, raises={"pruned_through": int(through)})
+    packed, packed_size = event_blocks.prune(conn, meta.value(conn, meta.PRUNED_THROUGH), through)
+    meta.write(conn, raises={meta.PRUNED_THROUGH: int(through)})
     return int(pruned) + packed, int(size or 0) + packed_size
 
 

@@ -13,6 +13,11 @@ from ggmodules.storage import pg_pipeline
 from ggmodules.storage.telemetry.tables import TelMetaRow
 
 META = TelMetaRow.__table__  # type: ignore[attr-defined]
+# The keys every replica reads alike: how far the log is pruned, how many events tel_events holds and their
+# payload bytes (each origin's position is "origin/<origin>").
+PRUNED_THROUGH = "pruned_through"
+STORED = "stored"
+STORED_BYTES = "stored_bytes"
 
 
 def value(conn: Connection, key: str) -> int:

@@ -30,6 +30,7 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import pg_pipeline
+from ggmodules.storage.telemetry import meta
 from ggmodules.storage.telemetry.event_rows import stored_payload
 from ggmodules.storage.telemetry.recent import StoredEvent
 from ggmodules.storage.telemetry.retention_bounds import RetentionBounds
@@ -49,7 +50,7 @@ _INSERT = (
     "ORDER BY e.n RETURNING cursor, origin, origin_seq"
 )
 # The same INSERT with the counters and the origin's position raised by what it stored, in one statement.
-_COUNTS = ("stored", "stored_bytes")  # repository.STORED, STORED_BYTES
+_COUNTS = (meta.STORED, meta.STORED_BYTES)
 _INSERT_COUNTED = (
     "WITH ins AS (" + _INSERT.replace("RETURNING cursor", "RETURNING length(payload) AS size, cursor") + "), "
     "m AS (INSERT INTO tel_meta (key, value) VALUES "

@@ -55,11 +55,9 @@ from ggmodules.storage.telemetry.tables import (
 )
 
 ORIGIN = "telemetry"
-PRUNED_THROUGH = "pruned_through"
-# How many events tel_events holds now, and their payload bytes, kept beside them so every replica counts
-# alike.
-STORED = "stored"
-STORED_BYTES = "stored_bytes"
+# tel_meta's keys (meta.py): how far the log is pruned; how many events tel_events holds now, and their
+# payload bytes, kept beside them so every replica counts alike.
+PRUNED_THROUGH, STORED, STORED_BYTES = meta.PRUNED_THROUGH, meta.STORED, meta.STORED_BYTES
 
 _events = TelEventRow.__table__  # type: ignore[attr-defined]
 
