@@ -8,6 +8,7 @@ service in its own OS process.
 
 from __future__ import annotations
 
+import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -168,6 +169,19 @@ def _scrape(address: str) -> dict[str, list[tuple[dict[str, str], float]]]:
     return series
 
 
+def _scrape_counted(address: str, name: str, **labels: str) -> dict[str, list[tuple[dict[str, str], float]]]:
+    """`_scrape` once `name` has a series with `labels`. A refused call is counted a moment after its caller
+    has the refusal: grpc.aio's `context.abort` sends the status before the handler's `finally`, where the
+    metrics interceptor counts the call, runs on the server's loop."""
+    end = time.monotonic() + 10
+    while True:
+        series = _scrape(address)
+        if any(all(got.get(k) == w for k, w in labels.items()) for got, _ in series.get(name, [])):
+            return series
+        assert time.monotonic() < end, f"{name} {labels} not served within 10 s: {sorted(series)}"
+        time.sleep(0.02)
+
+
 def _value(series: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:
     found = [v for got, v in series.get(name, []) if all(got.get(k) == w for k, w in labels.items())]
     assert len(found) == 1, f"{name} {labels}: {found} in {sorted(series)}"
@@ -180,8 +194,9 @@ def test_each_service_serves_rate_errors_latency_and_its_gauges(observed: Observ
         with pytest.raises(RunNotFoundError):
             gg.get_run("run-that-never-was")
     assert observed.registry.running.metrics is not None
-    registry = _scrape(observed.registry.running.metrics.address)
     get_run = "/ggmodules.registry.v1.RegistryService/GetRun"
+    registry = _scrape_counted(observed.registry.running.metrics.address, "ggmodules_rpc_errors_total",
+                               method=get_run, code="NOT_FOUND")
     create_run = "/ggmodules.registry.v1.RegistryService/CreateRun"
     assert _value(registry, "ggmodules_rpc_requests_total", method=create_run, code="OK") >= 1
     assert _value(registry, "ggmodules_rpc_errors_total", method=get_run, code="NOT_FOUND",
