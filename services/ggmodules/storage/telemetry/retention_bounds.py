@@ -46,7 +46,7 @@ class RetentionBounds:
         if not excess:
             return 0
         seen = 0
-        for p in event_blocks.retained(conn, meta.value(conn, "pruned_through")):
+        for p in event_blocks.retained(conn, meta.value(conn, meta.PRUNED_THROUGH)):
             seen += 1
             if seen == excess:
                 return p.cursor
@@ -81,7 +81,7 @@ class RetentionBounds:
 def _oldest(conn: Connection) -> Iterator[tuple[int, int, int]]:
     """(cursor, payload size, stored_at) of the oldest PRUNE_STEP events held, oldest first."""
     left = PRUNE_STEP
-    for p in event_blocks.retained(conn, meta.value(conn, "pruned_through")):
+    for p in event_blocks.retained(conn, meta.value(conn, meta.PRUNED_THROUGH)):
         yield p.cursor, len(p.payload), p.stored_at
         left -= 1
         if not left:
