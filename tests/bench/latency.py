@@ -78,7 +78,7 @@ def raw_fan_out(address: str, writes: int, subscribers: int = SUBSCRIBERS) -> li
     return asyncio.run(main())
 
 
-def _one(label: str, quick: bool, **bench_args: str) -> None:
+def _one(label: str, quick: bool, **bench_args: str | bool) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         try:
             bench = TelemetryBench(Path(tmp), quick, **bench_args)  # type: ignore[arg-type]
@@ -114,8 +114,12 @@ def figures(quick: bool) -> None:
     if not NATS_URL:
         print(f"\n(JetStream figures left out: {NO_NATS})")
         return
-    url = fresh_jetstream_url()
-    try:
-        _one("event log on NATS JetStream (services on SQLite)", quick, event_log=url)
-    finally:
-        drop_stream(url)
+    for label, publishes in (
+        ("event log on NATS JetStream, ModuleStore publishing its own events (services on SQLite)", True),
+        ("event log on NATS JetStream, Telemetry relaying ModuleStore's events (services on SQLite)", False),
+    ):
+        url = fresh_jetstream_url()
+        try:
+            _one(label, quick, event_log=url, origin_publishes=publishes)  # type: ignore[arg-type]
+        finally:
+            drop_stream(url)

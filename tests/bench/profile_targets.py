@@ -133,10 +133,16 @@ def p4(transition: bool) -> Callable[[Window], None]:
     return run
 
 
-def p5(fan_out: bool) -> Callable[[Window], None]:
+def p5(fan_out: bool, log: str = "postgres") -> Callable[[Window], None]:
+    """`log`: "postgres" (the SQL log, services on PostgreSQL), "sqlite" (the SQL log on SQLite) or
+    "jetstream" (the log on NATS JetStream, services on SQLite: issue 9's pair with "sqlite")."""
+
     def run(window: Window) -> None:
-        with tempfile.TemporaryDirectory() as tmp:
-            bench = TelemetryBench(Path(tmp), True, backend="postgres", postgres_url=_pg_url())
+        with tempfile.TemporaryDirectory() as tmp, _event_log(log) as event_log:
+            if log == "postgres":
+                bench = TelemetryBench(Path(tmp), True, backend="postgres", postgres_url=_pg_url())
+            else:
+                bench = TelemetryBench(Path(tmp), True, event_log=event_log)
             try:
                 pids = {p.service: p.proc.pid for p in bench.procs}
                 if fan_out:
@@ -148,6 +154,24 @@ def p5(fan_out: bool) -> Callable[[Window], None]:
                 bench.close()
 
     return run
+
+
+@contextmanager
+def _event_log(log: str) -> Iterator[str]:
+    """A stream of its own on the NATS the tests use, dropped afterwards, for "jetstream"; else "" (the SQL
+    log)."""
+    if log != "jetstream":
+        yield ""
+        return
+    from tests.harness.event_logs import NATS_URL, NO_NATS, drop_stream, fresh_jetstream_url
+
+    if not NATS_URL:
+        raise RuntimeError(NO_NATS)
+    url = fresh_jetstream_url()
+    try:
+        yield url
+    finally:
+        drop_stream(url)
 
 
 def session(backend: str) -> Callable[[Window], None]:
@@ -187,6 +211,13 @@ TARGETS: dict[str, tuple[str, Callable[[Window], None]]] = {
     "p4-transition": ("P4 transition of six kinds (Transfer, Registry, ModuleStore on SQLite)", p4(True)),
     "p5-subscriber-postgres": ("P5 write -> subscriber, one stream, on PostgreSQL", p5(False)),
     "p5-fanout-postgres": ("P5 one write to 100 subscribers, on PostgreSQL", p5(True)),
+    "p5-subscriber-sqlite": (
+        "issue 9: write -> subscriber, one stream, the SQL log on SQLite", p5(False, "sqlite")
+    ),
+    "p5-subscriber-jetstream": (
+        "issue 9: write -> subscriber, one stream, the log on NATS JetStream (ModuleStore publishing to it)",
+        p5(False, "jetstream"),
+    ),
     "session-sqlite": ("Session append, acknowledged one at a time, on SQLite", session("sqlite")),
     "session-postgres": ("Session append, acknowledged one at a time, on PostgreSQL", session("postgres")),
 }

@@ -72,7 +72,11 @@ class TelemetryBench:
         backend: str = "sqlite",
         postgres_url: str = "",
         event_log: str = "",
+        origin_publishes: bool = True,
     ) -> None:
+        """`origin_publishes`: with `event_log` (JetStream), ModuleStore is given it too and publishes its
+        own events there (runtime/origin_relay.py), as README's "Running several replicas" has it; False
+        leaves the relaying to Telemetry."""
         self.quick = quick
         services = ("modulestore", "registry", "telemetry")
         quiet = ("--log-level", os.environ.get("GGMODULES_BENCH_LOG_LEVEL", "warning"))
@@ -82,9 +86,9 @@ class TelemetryBench:
         try:
             for service in services:
                 self.urls.append(new_database_url(backend, service, directory, postgres_url))
-            self.procs.append(
-                ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet, env=LONG_HISTORIES)
-            )
+            publishes = ("--event-log", event_log) if event_log and origin_publishes else ()
+            self.procs.append(ServiceProcess("modulestore", "--database-url", self.urls[0], *quiet,
+                                             *publishes, env=LONG_HISTORIES))
             ms_address = self.procs[0].address
             self.procs.append(ServiceProcess("registry", "--database-url", self.urls[1],
                                              "--modulestore-address", ms_address, *quiet))
@@ -364,7 +368,7 @@ def jetstream_figures(quick: bool) -> None:
             drop_stream(url)
     noop_p50 = percentile(noop, 0.5)
     print("\nTelemetry on NATS JetStream (the same three processes on SQLite; the event log a JetStream"
-          " stream) — µs")
+          " stream, ModuleStore publishing its own events to it) — µs")
     latency_lines(noop, latency)
     print(f"  one write to reach 100 subscribers             median {statistics.median(fan_out):8.0f}"
           f"   (min {min(fan_out):.0f}, max {max(fan_out):.0f}, n={len(fan_out)})"

@@ -5,8 +5,9 @@ started with the suite (`telemetry=True`), else the first time a test asks for i
 its own OS process (`start_telemetry_process`, for kill -9). Telemetry's options: `retention` (events kept,
 or a `Retention`),
 `recent_bytes` (its recent-events cache), `event_log` (its event log's URL: SQL on its database by default,
-nats://… for JetStream). The root conftest's `suite` fixture is the session's; a test module that needs other
-options makes its own with a fixture of a few lines (`with Suite(backend, directory, **options) as s`).
+nats://… for JetStream; with `origin_publishes=True` ModuleStore publishes its own events there). The root
+conftest's `suite` fixture is the session's; a test module that needs other options makes its own with a
+fixture of a few lines (`with Suite(backend, directory, **options) as s`).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class Suite:
         retention: Retention | int | None = None,
         recent_bytes: int | None = None,
         event_log: str = "",
+        origin_publishes: bool = False,
     ) -> None:
         self.backend = backend
         self.directory = directory
@@ -60,8 +62,16 @@ class Suite:
         names = ("modulestore", "registry", "transfer") if transfer else ("modulestore", "registry")
         self.urls = {name: new_database_url(backend, name, directory) for name in names}
         base = service_config("modulestore")
+        # `origin_publishes`: ModuleStore is given the (JetStream) event log too and publishes its own events
+        # there (runtime/origin_relay.py), instead of Telemetry relaying them.
         self.modulestore = InProcessService(
-            self.loop, replace(base, service="modulestore", database_url=self.urls["modulestore"])
+            self.loop,
+            replace(
+                base,
+                service="modulestore",
+                database_url=self.urls["modulestore"],
+                event_log=event_log if origin_publishes else "",
+            ),
         )
         self.registry = InProcessService(
             self.loop,

@@ -1,5 +1,6 @@
 """The stream, cursor and turn tests of the SQL log, run again with Telemetry's event log on NATS JetStream
-(a stream of this module's own): the same behaviour a user sees, whichever log is configured."""
+(a stream of this module's own): the same behaviour a user sees, whichever log is configured, and whether
+Telemetry relays ModuleStore's events or ModuleStore publishes them itself."""
 
 from __future__ import annotations
 
@@ -38,7 +39,25 @@ def jetstream_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]
     drop_stream(url)
 
 
+@pytest.fixture(scope="module")
+def publishing_suite(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Suite]:
+    """ModuleStore publishing its own events to the stream (runtime/origin_relay.py), Telemetry relaying only
+    Registry's."""
+    url = fresh_jetstream_url()
+    directory = Path(tmp_path_factory.mktemp("tel-jetstream-origin"))
+    options = {"transfer": False, "telemetry": True, "event_log": url, "origin_publishes": True}
+    with Suite("sqlite", directory, **options) as s:  # type: ignore[arg-type]
+        yield s
+    drop_stream(url)
+
+
 @needs_nats
 @pytest.mark.parametrize("case", SAME, ids=lambda case: case.__name__.removeprefix("test_"))
 def test_on_jetstream(case: Callable[[Suite], None], jetstream_suite: Suite) -> None:
     case(jetstream_suite)
+
+
+@needs_nats
+@pytest.mark.parametrize("case", SAME, ids=lambda case: case.__name__.removeprefix("test_"))
+def test_on_jetstream_modulestore_publishing(case: Callable[[Suite], None], publishing_suite: Suite) -> None:
+    case(publishing_suite)

@@ -65,7 +65,9 @@ def up(argv: Sequence[str]) -> int:
     parser.add_argument("--insecure-dev", action="store_true",
                         help="no credentials and no TLS: for local experiments only")
     parser.add_argument(
-        "--event-log", help="Telemetry's event log: nats://host:port for NATS JetStream (default: SQL table)"
+        "--event-log",
+        help="Telemetry's event log: nats://host:port for NATS JetStream, which ModuleStore then publishes "
+        "its own events to (default: SQL table)",
     )
     parser.add_argument("--trace", help="turn tracing on in every service: console or otlp (default: off)")
     parser.add_argument(
@@ -86,6 +88,7 @@ def up(argv: Sequence[str]) -> int:
         env["GGMODULES_DATABASE_URL"] = args.database_url
     if args.event_log:
         env["GGMODULES_TELEMETRY_EVENT_LOG"] = args.event_log
+        env["GGMODULES_MODULESTORE_EVENT_LOG"] = args.event_log  # one hop shorter (runtime/origin_relay.py)
     if args.trace:
         env["GGMODULES_TRACE"] = args.trace
     if args.metrics_port is not None:

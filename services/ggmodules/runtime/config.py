@@ -13,7 +13,7 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 | REGISTRY_ADDRESS | --registry-address | 127.0.0.1:50051 (services that call Registry) |
 | TRANSFER_ADDRESS | --transfer-address | 127.0.0.1:50053 (services that call Transfer) |
 | SEMANTIC | --semantic | off; `minilm`: semantic and hybrid archive search (ModuleStore; `semantic` extra) |
-| EVENT_LOG | --event-log | Telemetry: empty = the SQL event table; `nats://host:port` = NATS JetStream |
+| EVENT_LOG | --event-log | SQL table; `nats://host:port`: JetStream (Telemetry's log; ModuleStore's too) |
 | TRACE | --trace | off; `console` (spans to stderr), `otlp` (OTEL_EXPORTER_OTLP_ENDPOINT; `otlp` extra) |
 | METRICS_PORT | --metrics-port | off; Prometheus `/metrics` on this port of HOST (0: any free port) |
 | POOL_SIZE | --pool-size | 10: database connections a replica keeps open (PostgreSQL) |

@@ -29,12 +29,13 @@ below what was pruned is refused OUT_OF_RANGE (OUTBOX_PRUNED), checked after eac
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any, Protocol
 
 import grpc
 from sqlalchemy.engine import Connection, Engine
 
+from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.core.heartbeats import heartbeat_seconds
 from ggmodules.internal.v1 import outbox_service_pb2 as internal_pb
@@ -63,6 +64,23 @@ Writing = Callable[[Callable[[Connection], Any]], Any]
 # and what stores its numbers once it was sent (storage/outbox_ahead.py).
 ReadAhead = Callable[[int, int], tuple[OutboxPage, Ahead] | None]
 Keep = Callable[[Ahead], None]
+# The call metadata in which a follower names the event log it stores into (JetStreamLog.identity).
+EVENT_LOG_HEADER = "ggmodules-event-log"
+
+
+class Relayed(Protocol):
+    """What WatchOutbox needs of an origin relay (runtime/origin_relay.py)."""
+
+    identity: str
+
+    def positions(self, heartbeat: float) -> AsyncIterator[pb.WatchOutboxResponse]: ...
+
+
+def _named_log(context: grpc.aio.ServicerContext) -> str:
+    for key, value in context.invocation_metadata() or ():
+        if key == EVENT_LOG_HEADER:
+            return str(value)
+    return ""
 
 
 class OutboxServicer(pb_grpc.OutboxServiceServicer):
@@ -89,6 +107,8 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self._writing = writing
         self._kept = kept
         self._ahead = ahead
+        # An origin publishing its own events to an event log (runtime/origin_relay.py), set once built.
+        self.relay: Relayed | None = None
 
     def register(self, server: grpc.aio.Server) -> None:
         pb_grpc.add_OutboxServiceServicer_to_server(self, server)
@@ -97,7 +117,22 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self, request: pb.WatchOutboxRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchOutboxResponse]:
         heartbeat = heartbeat_seconds(request.heartbeat_ms)
-        after = max(request.after_origin_seq, 0)
+        relay = self.relay
+        if relay is not None and _named_log(context) == relay.identity:
+            # The follower stores into the log this origin publishes to itself: it is told how far that
+            # is, not sent the events (runtime/origin_relay.py).
+            async for position in relay.positions(heartbeat):
+                yield position
+            return
+        async for events, head in self.feed(max(request.after_origin_seq, 0), heartbeat):
+            yield pb.WatchOutboxResponse(events=events, head_origin_seq=head)
+
+    async def feed(
+        self, after: int, heartbeat: float
+    ) -> AsyncGenerator[tuple[list[event_pb2.Event], int], None]:
+        """The outbox's events after `after`, batch by batch as they commit, each with the outbox's head;
+        an empty batch when `heartbeat` seconds passed with nothing to send. WatchOutbox's stream, and what
+        an origin relay publishes (runtime/origin_relay.py)."""
         feed = OutboxFeed(self._outbox)
         pipelined = PipelinedFeed(self._outbox, self._positions)
         # ModuleStore's outbox numbers its stream seqs when read (storage/outbox_sequencing.py): the
@@ -128,7 +163,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                     self._reading, lambda conn, after=after: self._read(feed, pipelined, conn, after)
                 )
             if page.events:
-                yield pb.WatchOutboxResponse(events=page.events, head_origin_seq=page.head)
+                yield page.events, page.head
                 if ahead is not None and self._ahead is not None:
                     self._ahead[1](ahead)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
@@ -136,7 +171,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                     continue
             idle_left = heartbeat - (time.monotonic() - last_sent)
             if idle_left <= 0:
-                yield pb.WatchOutboxResponse(head_origin_seq=max(page.head, after))
+                yield [], max(page.head, after)
                 last_sent, idle_left = time.monotonic(), heartbeat
             await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
 

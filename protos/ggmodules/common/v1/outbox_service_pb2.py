@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from ggmodules.common.v1 import event_pb2 as ggmodules_dot_common_dot_v1_dot_event__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(ggmodules/common/v1/outbox_service.proto\x12\x13ggmodules.common.v1\x1a\x1fggmodules/common/v1/event.proto\"D\n\x12WatchOutboxRequest\x12\x18\n\x10\x61\x66ter_origin_seq\x18\x01 \x01(\x03\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\x05\"Z\n\x13WatchOutboxResponse\x12*\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1a.ggmodules.common.v1.Event\x12\x17\n\x0fhead_origin_seq\x18\x02 \x01(\x03\"@\n\x10\x41\x63kOutboxRequest\x12\x10\n\x08\x66ollower\x18\x01 \x01(\t\x12\x1a\n\x12\x64urable_origin_seq\x18\x02 \x01(\x03\"\x13\n\x11\x41\x63kOutboxResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n(ggmodules/common/v1/outbox_service.proto\x12\x13ggmodules.common.v1\x1a\x1fggmodules/common/v1/event.proto\"D\n\x12WatchOutboxRequest\x12\x18\n\x10\x61\x66ter_origin_seq\x18\x01 \x01(\x03\x12\x14\n\x0cheartbeat_ms\x18\x02 \x01(\x05\"v\n\x13WatchOutboxResponse\x12*\n\x06\x65vents\x18\x01 \x03(\x0b\x32\x1a.ggmodules.common.v1.Event\x12\x17\n\x0fhead_origin_seq\x18\x02 \x01(\x03\x12\x1a\n\x12relayed_origin_seq\x18\x03 \x01(\x03\"@\n\x10\x41\x63kOutboxRequest\x12\x10\n\x08\x66ollower\x18\x01 \x01(\t\x12\x1a\n\x12\x64urable_origin_seq\x18\x02 \x01(\x03\"\x13\n\x11\x41\x63kOutboxResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,9 +35,9 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_WATCHOUTBOXREQUEST']._serialized_start=98
   _globals['_WATCHOUTBOXREQUEST']._serialized_end=166
   _globals['_WATCHOUTBOXRESPONSE']._serialized_start=168
-  _globals['_WATCHOUTBOXRESPONSE']._serialized_end=258
-  _globals['_ACKOUTBOXREQUEST']._serialized_start=260
-  _globals['_ACKOUTBOXREQUEST']._serialized_end=324
-  _globals['_ACKOUTBOXRESPONSE']._serialized_start=326
-  _globals['_ACKOUTBOXRESPONSE']._serialized_end=345
+  _globals['_WATCHOUTBOXRESPONSE']._serialized_end=286
+  _globals['_ACKOUTBOXREQUEST']._serialized_start=288
+  _globals['_ACKOUTBOXREQUEST']._serialized_end=352
+  _globals['_ACKOUTBOXRESPONSE']._serialized_start=354
+  _globals['_ACKOUTBOXRESPONSE']._serialized_end=373
 # @@protoc_insertion_point(module_scope)

@@ -59,8 +59,15 @@ class WatchOutboxResponse(_message.Message):
 
     EVENTS_FIELD_NUMBER: _builtins.int
     HEAD_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
+    RELAYED_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
     head_origin_seq: _builtins.int
     """The newest origin_seq in the outbox when the batch was read."""
+    relayed_origin_seq: _builtins.int
+    """Set when the origin publishes its own events to the follower's event log (the follower named that log
+    in the call's `ggmodules-event-log` metadata, and the origin publishes to the same one): every event up
+    to this origin_seq is stored there already. Such a stream carries no events, only this position as it
+    moves (and heartbeats); the follower takes it as stored and acknowledges it as usual.
+    """
     @_builtins.property
     def events(self) -> _containers.RepeatedCompositeFieldContainer[_event_pb2.Event]:
         """A batch of events in origin_seq order, at most 500 and 1 MiB of them (a single larger event comes
@@ -72,10 +79,11 @@ class WatchOutboxResponse(_message.Message):
         *,
         events: _abc.Iterable[_event_pb2.Event] | None = ...,
         head_origin_seq: _builtins.int = ...,
+        relayed_origin_seq: _builtins.int = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "head_origin_seq", b"head_origin_seq"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["events", b"events", "head_origin_seq", b"head_origin_seq", "relayed_origin_seq", b"relayed_origin_seq"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

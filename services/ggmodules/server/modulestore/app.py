@@ -22,6 +22,7 @@ from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
 from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
+from ggmodules.runtime.origin_relay import OriginRelay
 from ggmodules.runtime.outbox_service import SERVICE_NAME as OUTBOX_SERVICE
 from ggmodules.runtime.outbox_service import OutboxServicer
 from ggmodules.runtime.security import security_from
@@ -63,6 +64,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     outbox = OutboxServicer(
         repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, kept=kept, ahead=ahead
     )
+    relay = _origin_relay(config, outbox, repo, run, log)
     housekeeper = Housekeeper(
         PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
     )
@@ -81,7 +83,13 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         outbox.register(server)
         housekeeper.start()
 
+    async def on_start() -> None:
+        if relay is not None:
+            await relay.start()
+
     async def on_stop() -> None:
+        if relay is not None:
+            await relay.stop()
         await housekeeper.stop()
         if listener is not None:
             listener.stop()
@@ -93,8 +101,36 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         name="modulestore",
         register=register,
         service_names=[SERVICE_NAME, INTERNAL_SERVICE, OUTBOX_SERVICE],
+        on_start=on_start,
         on_stop=on_stop,
         probe=database_probe(engine),
-        extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener},
+        extra={"repository": repo, "housekeeper": housekeeper, "commit_listener": listener, "relay": relay},
         security=security,
     )
+
+
+def _origin_relay(
+    config: ServiceConfig,
+    outbox: OutboxServicer,
+    repo: ModuleStoreRepository,
+    run: Callable[..., Any],
+    log: structlog.typing.FilteringBoundLogger,
+) -> OriginRelay | None:
+    """With Telemetry's event log on JetStream (`--event-log nats://...`, the same URL Telemetry has),
+    ModuleStore publishes its own events there (runtime/origin_relay.py); else Telemetry relays them."""
+    if not config.event_log or config.event_log == "sql":
+        return None
+    if not config.event_log.startswith(("nats://", "tls://")):
+        raise ValueError(
+            f"event log {config.event_log!r} is not understood: ModuleStore publishes its events itself only "
+            "to NATS JetStream (nats://host:port, the URL Telemetry's --event-log has); leave it empty to "
+            "have Telemetry relay them"
+        )
+
+    async def writing(fn: Callable[[Any], Any]) -> Any:
+        return await run(repo.read, fn)
+
+    relay = OriginRelay(config.event_log, "modulestore", outbox.feed, repo.positions, writing, log)
+    outbox.relay = relay
+    log.info("publishing own events to the event log", stream=relay.target.stream)
+    return relay

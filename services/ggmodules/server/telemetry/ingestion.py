@@ -8,6 +8,9 @@ After each batch is durably in the log the follower tells the origin so (OutboxS
 "telemetry"), which lets the origin prune its outbox below that. When the origin cannot be reached, or its
 stream goes silent for longer than a few heartbeats, the follower reconnects with a bounded backoff; the
 origin keeps working meanwhile and its outbox drains when the link returns.
+On JetStream the follower names its log in the call (`ggmodules-event-log`): an origin that publishes its
+own events to the same log (runtime/origin_relay.py) then tells it how far that is (`relayed_origin_seq`)
+instead of sending the events, and the follower moves its position past them without publishing them.
 An origin that pruned past where Telemetry stands (its database was replaced) refuses OUT_OF_RANGE
 (OUTBOX_PRUNED): the follower logs the gap as an error and resumes at the oldest event the origin holds.
 """
@@ -24,6 +27,7 @@ from grpc_status import rpc_status
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
+from ggmodules.runtime.outbox_service import EVENT_LOG_HEADER
 from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.telemetry.eventlog import EventLog
 
@@ -103,8 +107,11 @@ class Follower:
         stored = await self._event_log.highest_origin_seq(self.origin)
         self.stored_origin_seq = stored
         after = max(stored, self._resume_at)
+        metadata = self._security.call_metadata()
+        if self._event_log.identity is not None:  # an origin publishing to the same log says so
+            metadata += ((EVENT_LOG_HEADER, self._event_log.identity),)
         call = stub.WatchOutbox(pb.WatchOutboxRequest(after_origin_seq=after, heartbeat_ms=HEARTBEAT_MS),
-                                metadata=self._security.call_metadata())
+                                metadata=metadata)
         arrived = False
         try:
             if stored > self._durable:  # a new connection: say where the log stands (after a restart too)
@@ -117,11 +124,18 @@ class Follower:
                     return arrived
                 arrived = True
                 self.head_origin_seq = max(self.head_origin_seq, response.head_origin_seq)
+                stored = 0
                 if response.events:
                     await self._event_log.append(self.origin, list(response.events))
-                    self._durable = response.events[-1].origin_seq
+                    stored = response.events[-1].origin_seq
+                elif response.relayed_origin_seq > self.stored_origin_seq:
+                    # The origin published these to this very log itself (runtime/origin_relay.py).
+                    await self._event_log.published_by_origin(self.origin, response.relayed_origin_seq)
+                    stored = response.relayed_origin_seq
+                if stored:
+                    self._durable = stored
                     self._to_ack.set()
-                    self.stored_origin_seq = response.events[-1].origin_seq
+                    self.stored_origin_seq = stored
         finally:
             call.cancel()
 

@@ -55,6 +55,9 @@ class EventLog(Protocol):
 
     # "sql" or "jetstream": logged at start, shown by `ggmodules up`.
     kind: str
+    # How an origin that publishes its own events to this log knows it (JetStreamLog.identity); None when
+    # no origin can (the SQL log is Telemetry's own table).
+    identity: str | None
 
     async def start(self) -> None:
         """Connects (and on JetStream makes or updates the stream); called inside the server's loop."""
@@ -65,6 +68,10 @@ class EventLog(Protocol):
 
     async def highest_origin_seq(self, origin: str) -> int:
         """Where a relay of `origin` resumes: the highest origin_seq the log holds (or held) for it."""
+
+    async def published_by_origin(self, origin: str, origin_seq: int) -> None:
+        """`origin` published its events up to `origin_seq` to this log itself (runtime/origin_relay.py):
+        `highest_origin_seq(origin)` covers them from now on. Only for a log with an `identity`."""
 
     def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
         """For ReportTurn: a blocking call (run on a worker thread) that stores one of Telemetry's own
@@ -92,6 +99,7 @@ class SqlEventLog:
     """The `tel_events` table, through TelemetryRepository."""
 
     kind = "sql"
+    identity: str | None = None  # Telemetry's own table: no origin publishes to it
 
     def __init__(self, repo: TelemetryRepository) -> None:
         self.repo = repo
@@ -132,6 +140,9 @@ class SqlEventLog:
 
     async def highest_origin_seq(self, origin: str) -> int:
         return await asyncio.to_thread(self.repo.highest_origin_seq, origin)
+
+    async def published_by_origin(self, origin: str, origin_seq: int) -> None:
+        raise TypeError("no origin publishes to the SQL event log: it has no identity to name in WatchOutbox")
 
     def turn_publisher(self) -> Callable[[event_pb2.Event], int] | None:
         return None

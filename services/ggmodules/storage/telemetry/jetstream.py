@@ -29,13 +29,10 @@ several hosts may be given comma-separated (`nats://a:4222,b:4222`).
 from __future__ import annotations
 
 import asyncio
-import base64
-import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
 
 import nats
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy, DiscardPolicy, StreamConfig
@@ -44,27 +41,17 @@ from nats.js.errors import NotFoundError
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
+from ggmodules.storage.jetstream_names import JetStreamLog, dedupe_id, token
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream_tail import At, Tail
 from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
-DEFAULT_STREAM = "GGMODULES_TELEMETRY"
-DEFAULT_PREFIX = "ggmodules.telemetry"
 PUBLISH_TIMEOUT = 10.0
 CLOSE_SECONDS = 5.0
 SAVE_EVERY_SECONDS = 0.25
 # What a subscription may hold in memory ahead of its gRPC stream before JetStream's flow control stalls it.
 PENDING_MSGS = 20_000
-_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
-
-
-def token(value: str) -> str:
-    """One subject token for an id: the id itself when it is plain, else `~` and its base64url (so a dot,
-    space or wildcard in an id never changes the subject's shape; `~` alone is the empty id)."""
-    if _PLAIN.fullmatch(value):
-        return value
-    return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
 
 
 @contextmanager
@@ -82,21 +69,16 @@ def _reachable(servers: Sequence[str], doing: str) -> Iterator[None]:
         ) from None
 
 
-def dedupe_id(event: event_pb2.Event) -> str:
-    """The message id JetStream deduplicates a publish by: the same for every relay publishing one outbox
-    event, different for events of two origin databases that happen to share an origin_seq."""
-    return f"{event.origin}:{event.run_id}:{event.origin_seq}"
-
-
 class JetStreamEventLog:
     kind = "jetstream"
 
     def __init__(self, url: str, repo: TelemetryRepository, retention: Retention) -> None:
-        parts = urlsplit(url)
-        query = parse_qs(parts.query)
-        self.servers = [f"{parts.scheme}://{host}" for host in parts.netloc.split(",") if host]
-        self.stream = query.get("stream", [DEFAULT_STREAM])[0]
-        self.prefix = query.get("prefix", [DEFAULT_PREFIX])[0]
+        target = JetStreamLog.of(url)
+        self.servers = list(target.servers)
+        self.stream, self.prefix = target.stream, target.prefix
+        # An origin publishing its own events to this stream (runtime/origin_relay.py) knows it by this.
+        self.identity: str | None = target.identity
+        self._target = target
         self.repo = repo
         self.retention = retention
         self._nc: Any = None
@@ -197,7 +179,7 @@ class JetStreamEventLog:
     # ---- writes -----------------------------------------------------------------------------------------
 
     def subject(self, run_id: str, agent_id: str) -> str:
-        return f"{self.prefix}.{token(run_id)}.{token(agent_id)}"
+        return self._target.subject(run_id, agent_id)
 
     async def _publish(self, event: event_pb2.Event) -> tuple[int, bool]:
         payload = event.SerializeToString()
@@ -226,6 +208,16 @@ class JetStreamEventLog:
             self._unsaved[origin] = self._highest[origin]
             self._saving.set()
         return new
+
+    async def published_by_origin(self, origin: str, origin_seq: int) -> None:
+        """The origin published up to `origin_seq` to this stream itself (runtime/origin_relay.py): the
+        resume point moves past them, and is saved with the others."""
+        if origin not in self._highest:
+            await self.highest_origin_seq(origin)
+        if origin_seq > self._highest[origin]:
+            self._highest[origin] = origin_seq
+            self._unsaved[origin] = origin_seq
+            self._saving.set()
 
     async def highest_origin_seq(self, origin: str) -> int:
         """The highest of what tel_meta says (any replica's relay) and what this process published."""

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ggmodules/common/v1/outbox_service.proto.
  */
 export const file_ggmodules_common_v1_outbox_service: GenFile = /*@__PURE__*/
-  fileDesc("CihnZ21vZHVsZXMvY29tbW9uL3YxL291dGJveF9zZXJ2aWNlLnByb3RvEhNnZ21vZHVsZXMuY29tbW9uLnYxIkQKEldhdGNoT3V0Ym94UmVxdWVzdBIYChBhZnRlcl9vcmlnaW5fc2VxGAEgASgDEhQKDGhlYXJ0YmVhdF9tcxgCIAEoBSJaChNXYXRjaE91dGJveFJlc3BvbnNlEioKBmV2ZW50cxgBIAMoCzIaLmdnbW9kdWxlcy5jb21tb24udjEuRXZlbnQSFwoPaGVhZF9vcmlnaW5fc2VxGAIgASgDIkAKEEFja091dGJveFJlcXVlc3QSEAoIZm9sbG93ZXIYASABKAkSGgoSZHVyYWJsZV9vcmlnaW5fc2VxGAIgASgDIhMKEUFja091dGJveFJlc3BvbnNlYgZwcm90bzM", [file_ggmodules_common_v1_event]);
+  fileDesc("CihnZ21vZHVsZXMvY29tbW9uL3YxL291dGJveF9zZXJ2aWNlLnByb3RvEhNnZ21vZHVsZXMuY29tbW9uLnYxIkQKEldhdGNoT3V0Ym94UmVxdWVzdBIYChBhZnRlcl9vcmlnaW5fc2VxGAEgASgDEhQKDGhlYXJ0YmVhdF9tcxgCIAEoBSJ2ChNXYXRjaE91dGJveFJlc3BvbnNlEioKBmV2ZW50cxgBIAMoCzIaLmdnbW9kdWxlcy5jb21tb24udjEuRXZlbnQSFwoPaGVhZF9vcmlnaW5fc2VxGAIgASgDEhoKEnJlbGF5ZWRfb3JpZ2luX3NlcRgDIAEoAyJAChBBY2tPdXRib3hSZXF1ZXN0EhAKCGZvbGxvd2VyGAEgASgJEhoKEmR1cmFibGVfb3JpZ2luX3NlcRgCIAEoAyITChFBY2tPdXRib3hSZXNwb25zZWIGcHJvdG8z", [file_ggmodules_common_v1_event]);
 
 /**
  * Where to start following an outbox.
@@ -63,6 +63,16 @@ export type WatchOutboxResponse = Message<"ggmodules.common.v1.WatchOutboxRespon
    * @generated from field: int64 head_origin_seq = 2;
    */
   headOriginSeq: bigint;
+
+  /**
+   * Set when the origin publishes its own events to the follower's event log (the follower named that log
+   * in the call's `ggmodules-event-log` metadata, and the origin publishes to the same one): every event up
+   * to this origin_seq is stored there already. Such a stream carries no events, only this position as it
+   * moves (and heartbeats); the follower takes it as stored and acknowledges it as usual.
+   *
+   * @generated from field: int64 relayed_origin_seq = 3;
+   */
+  relayedOriginSeq: bigint;
 };
 
 /**

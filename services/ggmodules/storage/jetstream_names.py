@@ -1,0 +1,62 @@
+"""Where events go on NATS JetStream, shared by Telemetry's event log (storage/telemetry/jetstream.py) and
+an origin that publishes its own outbox there (runtime/origin_relay.py): the two must agree on the stream,
+each event's subject and its dedupe id, or one event would be stored twice.
+
+A URL names the servers (comma-separated), and in its query the stream and the subject prefix:
+`nats://127.0.0.1:4222?stream=NAME&prefix=a.b` (defaults `GGMODULES_TELEMETRY`, `ggmodules.telemetry`).
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+from dataclasses import dataclass
+from urllib.parse import parse_qs, urlsplit
+
+from ggmodules.common.v1 import event_pb2
+
+DEFAULT_STREAM = "GGMODULES_TELEMETRY"
+DEFAULT_PREFIX = "ggmodules.telemetry"
+_PLAIN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+@dataclass(frozen=True, slots=True)
+class JetStreamLog:
+    servers: tuple[str, ...]
+    stream: str
+    prefix: str
+
+    @classmethod
+    def of(cls, url: str) -> JetStreamLog:
+        parts = urlsplit(url)
+        query = parse_qs(parts.query)
+        return cls(
+            tuple(f"{parts.scheme}://{host}" for host in parts.netloc.split(",") if host),
+            query.get("stream", [DEFAULT_STREAM])[0],
+            query.get("prefix", [DEFAULT_PREFIX])[0],
+        )
+
+    @property
+    def identity(self) -> str:
+        """How an origin and Telemetry tell they store into the same log (the `ggmodules-event-log` call
+        metadata of WatchOutbox): the stream and its subjects. Servers are left out: one cluster is reached
+        by many addresses."""
+        return f"jetstream:{self.stream}:{self.prefix}"
+
+    def subject(self, run_id: str, agent_id: str) -> str:
+        return f"{self.prefix}.{token(run_id)}.{token(agent_id)}"
+
+
+def token(value: str) -> str:
+    """One subject token for an id: the id itself when it is plain, else `~` and its base64url (so a dot,
+    space or wildcard in an id never changes the subject's shape; `~` alone is the empty id)."""
+    if _PLAIN.fullmatch(value):
+        return value
+    return "~" + base64.urlsafe_b64encode(value.encode()).decode().rstrip("=")
+
+
+def dedupe_id(event: event_pb2.Event) -> str:
+    """The message id JetStream deduplicates a publish by (`Nats-Msg-Id`): the same for every relay
+    publishing one outbox event, different for events of two origin databases that happen to share an
+    origin_seq."""
+    return f"{event.origin}:{event.run_id}:{event.origin_seq}"
