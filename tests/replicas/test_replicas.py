@@ -15,7 +15,8 @@ completes through another replica's lease scan without any client retry, and the
 and a live address works. Telemetry, asserted apart: a stream followed on the killed Telemetry replica and
 resumed from its last cursor on the other misses nothing and repeats nothing.
 
-The event log is a parameter: the embedded SQL log, and NATS JetStream (a stream of this module's own).
+The event log is a parameter: the embedded SQL log, and NATS JetStream (a stream of this module's own), with
+Telemetry relaying ModuleStore's events or both ModuleStore replicas publishing them themselves.
 """
 
 from __future__ import annotations
@@ -68,14 +69,19 @@ STREAM_SECONDS = 10.0
 PENDING_SECONDS = 30.0
 CRASH = "GGMODULES_TRANSFER_CRASH_AFTER_STEP"
 
-EVENT_LOGS = [pytest.param("sql", id="sql-log"), pytest.param("jetstream", id="jetstream", marks=needs_nats)]
+EVENT_LOGS = [
+    pytest.param("sql", id="sql-log"),
+    pytest.param("jetstream", id="jetstream", marks=needs_nats),
+    # Both ModuleStore replicas publishing their own events to the stream (runtime/origin_relay.py).
+    pytest.param("jetstream-origin", id="jetstream-modulestore-publishing", marks=needs_nats),
+]
 
 
 @pytest.fixture(scope="module", params=EVENT_LOGS)
 def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     # A JetStream stream of its own: other suites on this NATS server must not share this one's stream.
-    event_log = fresh_jetstream_url() if request.param == "jetstream" else "sql"
-    c = Cluster(tmp_path_factory.mktemp("replicas"), event_log)
+    event_log = fresh_jetstream_url() if request.param.startswith("jetstream") else "sql"
+    c = Cluster(tmp_path_factory.mktemp("replicas"), event_log, request.param == "jetstream-origin")
     try:
         yield c
     finally:

@@ -58,6 +58,14 @@ class Rig:
         self.channels.append(ch)
         return stubs(ch, "modulestore")
 
+    def agent_saying(self, word: str, count: int) -> Any:
+        """An agent opened on ModuleStore that appended `word 0` … `word count-1` (each acknowledged)."""
+        stub = stubs(self.channels[0], "modulestore")
+        agent = open_agent(stub, new_run(), "coder-0")
+        for i in range(count):
+            append(stub, agent, f"{word} {i}")
+        return agent
+
     def stream(self, run_id: str, agent_id: str) -> Iterator[Any]:
         ch = open_channel(self.telemetry.address)
         self.channels.append(ch)
@@ -100,13 +108,9 @@ def appended(stream: Iterator[Any], until: str) -> list[tuple[int, str]]:
 
 
 def test_issue9_modulestore_publishes_its_own_events_when_telemetry_cannot_reach_it(rig: Rig) -> None:
-    stub = stubs(rig.channels[0], "modulestore")
-    run = new_run()
-    agent = open_agent(stub, run, "coder-0")
-    for i in range(30):
-        append(stub, agent, f"said {i}")
+    agent = rig.agent_saying("said", 30)
 
-    got = appended(rig.stream(run, agent.agent_id), "said 29")
+    got = appended(rig.stream(agent.run_id, agent.agent_id), "said 29")
 
     assert [text for _, text in got] == [f"said {i}" for i in range(30)]
     seqs = [seq for seq, _ in got]
@@ -114,11 +118,7 @@ def test_issue9_modulestore_publishes_its_own_events_when_telemetry_cannot_reach
 
 
 def test_issue9_every_acknowledged_write_is_published_once_across_a_kill_9(rig: Rig) -> None:
-    stub = stubs(rig.channels[0], "modulestore")
-    run = new_run()
-    agent = open_agent(stub, run, "coder-0")
-    for i in range(40):
-        append(stub, agent, f"before {i}")
+    agent = rig.agent_saying("before", 40)
     assert rig.ms is not None
     rig.ms.kill()  # right after the last acknowledgement: its event may not be published yet
 
@@ -126,7 +126,7 @@ def test_issue9_every_acknowledged_write_is_published_once_across_a_kill_9(rig: 
     for i in range(5):
         append(stub, agent, f"after {i}")
 
-    got = appended(rig.stream(run, agent.agent_id), "after 4")
+    got = appended(rig.stream(agent.run_id, agent.agent_id), "after 4")
 
     assert [text for _, text in got] == [f"before {i}" for i in range(40)] + [f"after {i}" for i in range(5)]
     seqs = [seq for seq, _ in got]
@@ -136,12 +136,8 @@ def test_issue9_every_acknowledged_write_is_published_once_across_a_kill_9(rig: 
 def test_issue9_the_outbox_is_acknowledged_as_published_so_it_can_be_pruned(rig: Rig) -> None:
     """With Telemetry not following ModuleStore at all, ModuleStore's own relay moves the follower position
     the outbox is pruned by ("telemetry"), up to its newest event."""
-    stub = stubs(rig.channels[0], "modulestore")
-    run = new_run()
-    agent = open_agent(stub, run, "coder-0")
-    for i in range(10):
-        append(stub, agent, f"said {i}")
-    newest = appended(rig.stream(run, agent.agent_id), "said 9")[-1][0]
+    agent = rig.agent_saying("said", 10)
+    newest = appended(rig.stream(agent.run_id, agent.agent_id), "said 9")[-1][0]
 
     engine = create_engine(rig.ms_db)
     try:

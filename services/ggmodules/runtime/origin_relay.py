@@ -29,18 +29,15 @@ import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
 
-import nats
 import structlog
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
+from ggmodules.runtime.outbox_service import RELAY_FOLLOWER
 from ggmodules.storage.commits import CommitSignal
-from ggmodules.storage.jetstream_names import JetStreamLog, dedupe_id
+from ggmodules.storage.jetstream_names import JetStreamLog
 
-# The follower name relays acknowledge under (server/telemetry/ingestion.py FOLLOWER_NAME): one log, one
-# position, whoever relays into it.
-FOLLOWER_NAME = "telemetry"
 HEARTBEAT_SECONDS = 1.0
 ACK_EVERY_SECONDS = 0.25
 PUBLISH_TIMEOUT = 10.0
@@ -104,12 +101,7 @@ class OriginRelay:
         while True:
             try:
                 if self._js is None:
-                    self._nc = await nats.connect(
-                        servers=list(self.target.servers),
-                        max_reconnect_attempts=-1,
-                        reconnect_time_wait=0.5,
-                        connect_timeout=5,
-                    )
+                    self._nc = await self.target.connect()
                     self._js = self._nc.jetstream()
                 await self._relay()
             except asyncio.CancelledError:
@@ -120,25 +112,16 @@ class OriginRelay:
             delay = min(delay * 2, BACKOFF_MAX)
 
     async def _relay(self) -> None:
-        acked = await self._writing(lambda conn: self._positions.followers(conn).get(FOLLOWER_NAME, 0))
+        acked = await self._writing(lambda conn: self._positions.followers(conn).get(RELAY_FOLLOWER, 0))
         after = max(self.published, int(acked))
         self.published = max(self.published, after)
         async with contextlib.aclosing(self._feed(after, HEARTBEAT_SECONDS)) as feed:
             async for events, head in feed:
                 self.head = max(self.head, head)
                 for event in events:
-                    await self._publish(event)
+                    await self.target.publish(self._js, event, event.SerializeToString(), PUBLISH_TIMEOUT)
                     self.published = event.origin_seq
                 self.moved.notify()
-
-    async def _publish(self, event: event_pb2.Event) -> None:
-        await self._js.publish(
-            self.target.subject(event.run_id, event.agent_id),
-            event.SerializeToString(),
-            timeout=PUBLISH_TIMEOUT,
-            stream=self.target.stream,
-            headers={"Nats-Msg-Id": dedupe_id(event)},
-        )
 
     # ---- acknowledging ----------------------------------------------------------------------------------
 
@@ -156,13 +139,15 @@ class OriginRelay:
     async def _ack(self) -> None:
         published = self.published
         if published > self._acked:
-            await self._writing(lambda conn: self._positions.ack(conn, FOLLOWER_NAME, published))
+            await self._writing(lambda conn: self._positions.ack(conn, RELAY_FOLLOWER, published))
             self._acked = published
 
     # ---- WatchOutbox for a relay of the same log --------------------------------------------------------
 
     async def positions(self, heartbeat: float) -> AsyncIterator[pb.WatchOutboxResponse]:
-        """How far this origin has published, each time it moves, and at least every `heartbeat` seconds."""
+        """How far this origin has published: when it moved, at most every ACK_EVERY_SECONDS (the follower
+        only acknowledges and saves it that often: a message per event would cost this origin's loop a send
+        per write), and at least every `heartbeat` seconds."""
         told, last = -1, 0.0
         while True:
             seen = self.moved.version
@@ -172,4 +157,7 @@ class OriginRelay:
                     head_origin_seq=max(self.head, published), relayed_origin_seq=published
                 )
                 told, last = published, time.monotonic()
+                await asyncio.sleep(ACK_EVERY_SECONDS)
+                if self.moved.version != seen:
+                    continue
             await self.moved.wait(seen, max(heartbeat - (time.monotonic() - last), 0.0))

@@ -64,6 +64,9 @@ Writing = Callable[[Callable[[Connection], Any]], Any]
 # and what stores its numbers once it was sent (storage/outbox_ahead.py).
 ReadAhead = Callable[[int, int], tuple[OutboxPage, Ahead] | None]
 Keep = Callable[[Ahead], None]
+# The follower name Telemetry's relays, and an origin relaying itself, acknowledge under: one log, one
+# position, whoever relays into it.
+RELAY_FOLLOWER = "telemetry"
 # The call metadata in which a follower names the event log it stores into (JetStreamLog.identity).
 EVENT_LOG_HEADER = "ggmodules-event-log"
 

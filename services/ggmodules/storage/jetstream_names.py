@@ -11,7 +11,10 @@ from __future__ import annotations
 import base64
 import re
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import parse_qs, urlsplit
+
+import nats
 
 from ggmodules.common.v1 import event_pb2
 
@@ -45,6 +48,23 @@ class JetStreamLog:
 
     def subject(self, run_id: str, agent_id: str) -> str:
         return f"{self.prefix}.{token(run_id)}.{token(agent_id)}"
+
+    async def connect(self) -> Any:
+        """A NATS connection to the log's servers that reconnects for as long as it is open."""
+        return await nats.connect(
+            servers=list(self.servers), max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
+        )
+
+    async def publish(self, js: Any, event: event_pb2.Event, payload: bytes, timeout: float) -> Any:
+        """Publishes one event (`payload`, its serialized bytes) on its subject with its dedupe id; returns
+        JetStream's acknowledgement (`seq`, `duplicate`)."""
+        return await js.publish(
+            self.subject(event.run_id, event.agent_id),
+            payload,
+            timeout=timeout,
+            stream=self.stream,
+            headers={"Nats-Msg-Id": dedupe_id(event)},
+        )
 
 
 def token(value: str) -> str:

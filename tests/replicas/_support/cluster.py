@@ -93,7 +93,9 @@ class Cluster:
     """Two replicas of ModuleStore, Registry, Transfer and Telemetry on one PostgreSQL database; each
     names both replicas of the services it calls."""
 
-    def __init__(self, directory: Path, event_log: str) -> None:
+    def __init__(self, directory: Path, event_log: str, origin_publishes: bool = False) -> None:
+        """`origin_publishes`: ModuleStore's replicas are given the (JetStream) event log too and publish
+        their own events there (runtime/origin_relay.py)."""
         self.url = new_database_url("postgres", "h9rep_replicas", directory)
         self.event_log = event_log
         self.channels: list[grpc.Channel] = []
@@ -103,7 +105,10 @@ class Cluster:
         # not get its cluster leaves no process holding PostgreSQL connections for the rest of the suite.
         self.started: list[ServiceProcess] = []
         try:
-            self.modulestore = Replicas("modulestore", self._start([("modulestore", common, {})] * 2))
+            publishes = ("--event-log", event_log) if origin_publishes else ()
+            self.modulestore = Replicas(
+                "modulestore", self._start([("modulestore", (*common, *publishes), {})] * 2)
+            )
             ms = ("--modulestore-address", self.modulestore.addresses)
             self.registry = Replicas("registry", self._start([("registry", (*common, *ms), {})] * 2))
             siblings = (*ms, "--registry-address", self.registry.addresses)

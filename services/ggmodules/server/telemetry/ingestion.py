@@ -27,7 +27,7 @@ from grpc_status import rpc_status
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
-from ggmodules.runtime.outbox_service import EVENT_LOG_HEADER
+from ggmodules.runtime.outbox_service import EVENT_LOG_HEADER, RELAY_FOLLOWER
 from ggmodules.runtime.security import INSECURE, Security
 from ggmodules.storage.telemetry.eventlog import EventLog
 
@@ -39,8 +39,8 @@ BACKOFF_MIN, BACKOFF_MAX = 0.05, 2.0
 # origin a transaction for every event (on SQLite on its event loop, in the way of the next write).
 ACK_EVERY_SECONDS = 0.25
 # The name Telemetry's relays report their position under (AckOutbox); one log, one position, however many
-# replicas relay into it.
-FOLLOWER_NAME = "telemetry"
+# replicas relay into it (an origin relaying itself uses it too).
+FOLLOWER_NAME = RELAY_FOLLOWER
 
 
 class Follower:

@@ -41,7 +41,7 @@ from nats.js.errors import NotFoundError
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
-from ggmodules.storage.jetstream_names import JetStreamLog, dedupe_id, token
+from ggmodules.storage.jetstream_names import JetStreamLog, token
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream_tail import At, Tail
 from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
@@ -101,9 +101,7 @@ class JetStreamEventLog:
 
     async def start(self) -> None:
         self._loop = asyncio.get_running_loop()
-        self._nc = await nats.connect(
-            servers=self.servers, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
-        )
+        self._nc = await self._target.connect()
         self._js = self._nc.jetstream()
         self._saver = asyncio.get_running_loop().create_task(self._keep_positions(), name="positions")
         config = StreamConfig(
@@ -183,13 +181,7 @@ class JetStreamEventLog:
 
     async def _publish(self, event: event_pb2.Event) -> tuple[int, bool]:
         payload = event.SerializeToString()
-        ack = await self._js.publish(
-            self.subject(event.run_id, event.agent_id),
-            payload,
-            timeout=PUBLISH_TIMEOUT,
-            stream=self.stream,
-            headers={"Nats-Msg-Id": dedupe_id(event)},
-        )
+        ack = await self._target.publish(self._js, event, payload, PUBLISH_TIMEOUT)
         seq, duplicate = int(ack.seq), bool(ack.duplicate)
         if not duplicate:
             self._tail.published(StoredEvent(seq, event, len(payload)))
@@ -205,8 +197,7 @@ class JetStreamEventLog:
             new += not duplicate
             self._highest[origin] = ev.origin_seq
         if fresh:
-            self._unsaved[origin] = self._highest[origin]
-            self._saving.set()
+            self._to_save(origin)
         return new
 
     async def published_by_origin(self, origin: str, origin_seq: int) -> None:
@@ -216,8 +207,12 @@ class JetStreamEventLog:
             await self.highest_origin_seq(origin)
         if origin_seq > self._highest[origin]:
             self._highest[origin] = origin_seq
-            self._unsaved[origin] = origin_seq
-            self._saving.set()
+            self._to_save(origin)
+
+    def _to_save(self, origin: str) -> None:
+        """The origin's position moved: written to tel_meta by `_keep_positions`, off the events' path."""
+        self._unsaved[origin] = self._highest[origin]
+        self._saving.set()
 
     async def highest_origin_seq(self, origin: str) -> int:
         """The highest of what tel_meta says (any replica's relay) and what this process published."""
