@@ -119,7 +119,9 @@ class OriginRelay:
             async for events, head in feed:
                 self.head = max(self.head, head)
                 for event in events:
-                    await self.target.publish(self._js, event, event.SerializeToString(), PUBLISH_TIMEOUT)
+                    await self.target.publish(
+                        self._nc, self._js, event, event.SerializeToString(), PUBLISH_TIMEOUT
+                    )
                     self.published = event.origin_seq
                 self.moved.notify()
 

@@ -17,6 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 import nats
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage.jetstream_parts import part_headers, split
 
 DEFAULT_STREAM = "GGMODULES_TELEMETRY"
 DEFAULT_PREFIX = "ggmodules.telemetry"
@@ -55,16 +56,17 @@ class JetStreamLog:
             servers=list(self.servers), max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
         )
 
-    async def publish(self, js: Any, event: event_pb2.Event, payload: bytes, timeout: float) -> Any:
-        """Publishes one event (`payload`, its serialized bytes) on its subject with its dedupe id; returns
-        JetStream's acknowledgement (`seq`, `duplicate`)."""
-        return await js.publish(
-            self.subject(event.run_id, event.agent_id),
-            payload,
-            timeout=timeout,
-            stream=self.stream,
-            headers={"Nats-Msg-Id": dedupe_id(event)},
-        )
+    async def publish(self, nc: Any, js: Any, event: event_pb2.Event, payload: bytes, timeout: float) -> Any:
+        """Publishes one event (`payload`, its serialized bytes) on its subject with its dedupe id, in parts
+        when it is larger than the server takes in one message (storage/jetstream_parts.py); returns
+        JetStream's acknowledgement of the last (`seq`: the event's cursor; `duplicate`)."""
+        subject, dedupe = self.subject(event.run_id, event.agent_id), dedupe_id(event)
+        chunks = split(payload, int(nc.max_payload))
+        ack = None
+        for k, chunk in enumerate(chunks, 1):
+            headers = part_headers(dedupe, k, len(chunks))
+            ack = await js.publish(subject, chunk, timeout=timeout, stream=self.stream, headers=headers)
+        return ack
 
 
 def token(value: str) -> str:

@@ -42,6 +42,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
 from ggmodules.storage.jetstream_names import JetStreamLog, token
+from ggmodules.storage.jetstream_parts import Parts
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream_tail import At, Tail
 from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
@@ -181,7 +182,7 @@ class JetStreamEventLog:
 
     async def _publish(self, event: event_pb2.Event) -> tuple[int, bool]:
         payload = event.SerializeToString()
-        ack = await self._target.publish(self._js, event, payload, PUBLISH_TIMEOUT)
+        ack = await self._target.publish(self._nc, self._js, event, payload, PUBLISH_TIMEOUT)
         seq, duplicate = int(ack.seq), bool(ack.duplicate)
         if not duplicate:
             self._tail.published(StoredEvent(seq, event, len(payload)))
@@ -268,6 +269,7 @@ class JetStreamEventLog:
         try:
             pending = int((await psub.consumer_info()).num_pending)
             events: list[StoredEvent] = []
+            parts = Parts()
             more = False
             while pending and len(events) < limit:
                 msgs = await psub.fetch(min(limit - len(events), pending), timeout=5)
@@ -275,12 +277,15 @@ class JetStreamEventLog:
                     seq = int(msg.metadata.sequence.stream)
                     if seq > head:
                         break
-                    events.append(StoredEvent(seq, event_pb2.Event.FromString(msg.data), len(msg.data)))
+                    payload = parts.take(seq, msg.headers, msg.data)
+                    if payload is not None:
+                        events.append(StoredEvent(seq, event_pb2.Event.FromString(payload), len(payload)))
                     pending = int(msg.metadata.num_pending)
                 if not msgs or int(msgs[-1].metadata.sequence.stream) > head:
                     break
             more = bool(pending) and len(events) == limit
-            return StreamRead(events, head, more, pruned)
+            # Not past an event in parts that is not whole by `head` (read again from before its first part).
+            return StreamRead(events, parts.resumable(head), more, pruned)
         finally:
             await psub.unsubscribe()
 
@@ -336,6 +341,7 @@ class JetStreamEventLog:
             pending_msgs_limit=PENDING_MSGS,
         )
         behind = True  # until a message says nothing matching is pending
+        parts = Parts()  # `position` is the last message seen; `at.position` never inside an event in parts
         last_sent = time.monotonic()
         try:
             while True:
@@ -343,10 +349,11 @@ class JetStreamEventLog:
                 try:
                     msg = await sub.next_msg(timeout=max(idle_left, 0.001))
                 except nats.errors.TimeoutError:
-                    position = at.position = await self._looked_through(sub, position)
-                    yield Heartbeat(position)
+                    position = await self._looked_through(sub, position)
+                    at.position = parts.resumable(position)
+                    yield Heartbeat(at.position)
                     last_sent = time.monotonic()
-                    if self._tail.holds(position):
+                    if self._tail.holds(at.position):
                         return
                     continue
                 batch: list[StoredEvent] = []
@@ -359,14 +366,17 @@ class JetStreamEventLog:
                         check_retained(position, pruned)
                     behind = int(msg.metadata.num_pending) > 0
                     position = seq
-                    batch.append(self._decoded.get(seq, msg.data))
+                    payload = parts.take(seq, msg.headers, msg.data)
+                    if payload is not None:
+                        batch.append(self._decoded.get(seq, payload))
                     if len(batch) >= BATCH or sub.pending_msgs == 0:
                         break
                     msg = await sub.next_msg(timeout=None)
-                yield batch
-                at.position = position
-                last_sent = time.monotonic()
-                if not behind and self._tail.holds(position):
+                if batch:
+                    yield batch
+                    last_sent = time.monotonic()
+                at.position = parts.resumable(position)
+                if not behind and self._tail.holds(at.position):
                     return
         finally:
             with suppress(nats.errors.Error):  # the connection is gone, and the consumer with it

@@ -20,12 +20,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ggmodules.core.telemetry.streams import Retention
 from ggmodules.storage.commits import CommitSignal
+from ggmodules.storage.jetstream_parts import Parts
 from ggmodules.storage.telemetry.recent import CAPACITY, DEFAULT_RECENT_BYTES, RecentEvents, StoredEvent
 
 CHECK_SECONDS = 1.0
@@ -53,6 +54,10 @@ class Tail:
         self._pruned = 0
         self._tasks: list[asyncio.Task[None]] = []
         self._sub: Any = None
+        # The newest stream sequence taken in (a part of an event not yet whole is not held, yet taken),
+        # and the events in parts in progress (storage/jetstream_parts.py).
+        self._seen = 0
+        self._parts = Parts()
 
     async def start(
         self, bounds: Bounds, subscribe: Subscribe, decode: Callable[[int, bytes], StoredEvent]
@@ -64,7 +69,7 @@ class Tail:
         self.recent = RecentEvents(head, pruned, self._capacity, self._max_bytes)
 
         async def received(msg: Any) -> None:
-            self._received(int(msg.metadata.sequence.stream), msg.data, decode)
+            self._received(int(msg.metadata.sequence.stream), msg.headers, msg.data, decode)
 
         self._sub = await subscribe(head + 1, received)
         loop = asyncio.get_running_loop()
@@ -83,8 +88,9 @@ class Tail:
         return self.recent is not None and self.recent.holds(position)
 
     def published(self, stored: StoredEvent) -> None:
-        """This process's own publish, acknowledged: held at once when it follows on from the head."""
-        if self.recent is not None and stored.cursor == self.recent.head + 1:
+        """This process's own publish, acknowledged: held at once when it follows on from what was taken in
+        (an event in parts never does: its cursor is its last part's)."""
+        if self.recent is not None and stored.cursor == max(self.recent.head, self._seen) + 1:
             self._add(self.recent, stored)
 
     def _add(self, recent: RecentEvents, stored: StoredEvent) -> None:
@@ -93,15 +99,26 @@ class Tail:
         recent.committed([stored], self._pruned)
         self.signal.notify()
 
-    def _received(self, cursor: int, payload: bytes, decode: Callable[[int, bytes], StoredEvent]) -> None:
+    def _received(
+        self,
+        cursor: int,
+        headers: Mapping[str, str] | None,
+        data: bytes,
+        decode: Callable[[int, bytes], StoredEvent],
+    ) -> None:
         recent = self.recent
         assert recent is not None
-        if cursor <= recent.head:
+        seen = max(recent.head, self._seen)
+        if cursor <= seen:
             return  # held already (this process published it)
-        if cursor != recent.head + 1:  # a gap: what lay between is gone from the stream
+        if cursor != seen + 1:  # a gap: what lay between is gone from the stream
             self._pruned = max(self._pruned, cursor - 1)
             recent = self.recent = RecentEvents(cursor - 1, self._pruned, self._capacity, self._max_bytes)
-        self._add(recent, decode(cursor, payload))
+            self._parts = Parts()
+        self._seen = cursor
+        payload = self._parts.take(cursor, headers, data)  # an event in parts is held at its last
+        if payload is not None:
+            self._add(recent, decode(cursor, payload))
 
     async def _keep_up(self, bounds: Bounds, subscribe: Subscribe, received: Received) -> None:
         """Every CHECK_SECONDS: the stream's pruning point, and whether the tail still follows. A tail held
@@ -127,5 +144,6 @@ class Tail:
                 stalls = 0
                 with contextlib.suppress(Exception):
                     await self._sub.unsubscribe()
+                self._seen, self._parts = held, Parts()  # an event in parts after `held` is read again
                 with contextlib.suppress(Exception):
                     self._sub = await subscribe(held + 1, received)
