@@ -10,7 +10,9 @@ them; with it, the origin does what such a relay does, from inside:
   a later event stored before an earlier one, and a publish repeated by another relay (a replica, or a
   Telemetry relay) is dropped by JetStream as a duplicate;
 - it acknowledges what is stored under the relays' follower name ("telemetry", AckOutbox's position), at
-  most every ACK_EVERY_SECONDS, so the outbox prunes below it and a restart resumes there;
+  most every ACK_EVERY_SECONDS, so the outbox prunes below it and a restart resumes there; what it
+  published past that before a kill -9 is dropped by JetStream as duplicates, or, past the stream's
+  duplicate window, found in the stream and passed over (storage/jetstream_resume.py);
 - a Telemetry relay that names the same log (WatchOutbox's `ggmodules-event-log` metadata) is told how far
   the origin has published (`relayed_origin_seq`) instead of being sent the events, and moves its own
   position past them without publishing them again.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any
@@ -37,6 +40,7 @@ from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.runtime.outbox_service import RELAY_FOLLOWER
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.jetstream_names import JetStreamLog
+from ggmodules.storage.jetstream_resume import Resume
 
 HEARTBEAT_SECONDS = 1.0
 ACK_EVERY_SECONDS = 0.25
@@ -62,6 +66,7 @@ class OriginRelay:
     ) -> None:
         """`positions`: the outbox's OutboxPositions (its followers' acknowledged positions)."""
         self.target = JetStreamLog.of(url)
+        self._resume = Resume(self.target)
         self.identity = self.target.identity
         self._origin = origin
         self._feed = feed
@@ -118,10 +123,12 @@ class OriginRelay:
         async with contextlib.aclosing(self._feed(after, HEARTBEAT_SECONDS)) as feed:
             async for events, head in feed:
                 self.head = max(self.head, head)
+                if events:  # what it published past `acked` before a kill -9 (storage/jetstream_resume.py)
+                    await self._resume.look(self._js, self._origin, events[0])
                 for event in events:
-                    await self.target.publish(
-                        self._nc, self._js, event, event.SerializeToString(), PUBLISH_TIMEOUT
-                    )
+                    await self._resume.publish(self._origin, event, functools.partial(
+                        self.target.publish, self._nc, self._js, event, event.SerializeToString(),
+                        PUBLISH_TIMEOUT))  # fmt: skip
                     self.published = event.origin_seq
                 self.moved.notify()
 

@@ -3,7 +3,10 @@ an origin that publishes its own outbox there (runtime/origin_relay.py): the two
 each event's subject and its dedupe id, or one event would be stored twice.
 
 A URL names the servers (comma-separated), and in its query the stream and the subject prefix:
-`nats://127.0.0.1:4222?stream=NAME&prefix=a.b` (defaults `GGMODULES_TELEMETRY`, `ggmodules.telemetry`).
+`nats://127.0.0.1:4222?stream=NAME&prefix=a.b` (defaults `GGMODULES_TELEMETRY`, `ggmodules.telemetry`), and
+optionally the stream's duplicate window in seconds, `duplicate_window=600` (NATS's default, 2 minutes,
+when absent): how long JetStream itself drops a repeated publish (storage/jetstream_resume.py says what a
+relay does past it). Telemetry applies it when it makes or updates the stream.
 """
 
 from __future__ import annotations
@@ -29,15 +32,24 @@ class JetStreamLog:
     servers: tuple[str, ...]
     stream: str
     prefix: str
+    duplicate_window: float | None = None  # seconds; None: the server's default
 
     @classmethod
     def of(cls, url: str) -> JetStreamLog:
         parts = urlsplit(url)
         query = parse_qs(parts.query)
+        window = query.get("duplicate_window", [""])[0]
+        try:
+            seconds = float(window) if window else None
+        except ValueError:
+            seconds = -1.0
+        if seconds is not None and not 0 < seconds < float("inf"):
+            raise ValueError(f"duplicate_window={window!r} in the event log's URL: give seconds, more than 0")
         return cls(
             tuple(f"{parts.scheme}://{host}" for host in parts.netloc.split(",") if host),
             query.get("stream", [DEFAULT_STREAM])[0],
             query.get("prefix", [DEFAULT_PREFIX])[0],
+            seconds,
         )
 
     @property

@@ -10,11 +10,10 @@ several hosts may be given comma-separated (`nats://a:4222,b:4222`).
   duplicate window, so any number of relays (replicas) may publish the same outbox. The run id is in it
   because an origin's numbers are unique only within one origin database: a ModuleStore started afresh (or
   a second installation on the same stream) numbers from 1 again, and without the run id its first events
-  would be dropped as repeats of the old ones for the window's length (runs never share an id). Outside
-  the window the relay's resume point (the highest origin_seq published, kept in Telemetry's database,
-  `tel_meta`) keeps a re-publish from reaching back that far. Events of one origin are published one after
-  the other, each acknowledged before the next, so a failure never leaves a later event stored before an
-  earlier one.
+  would be dropped as repeats of the old ones for the window's length (runs never share an id). Past the
+  window, the resume point (`tel_meta`) and a look at the stream after a start (storage/jetstream_resume.py)
+  keep a relay from publishing an event twice. Events of one origin are published in order, each
+  acknowledged before the next, so a failure never leaves a later event stored before an earlier one.
 - Retention is the stream's: max messages (`Retention.events`), max age (`seconds`), max bytes (`bytes`),
   the oldest discarded first. `pruned_through` is the stream's first sequence minus one.
 - Subscribe: a caught-up subscription reads the newest events from memory, held once per process by one
@@ -29,6 +28,7 @@ several hosts may be given comma-separated (`nats://a:4222,b:4222`).
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import contextmanager, suppress
@@ -43,6 +43,7 @@ from ggmodules.core.errors import Reason, Unavailable
 from ggmodules.core.telemetry.streams import Retention, StreamFilter, check_retained, start_position
 from ggmodules.storage.jetstream_names import JetStreamLog, token
 from ggmodules.storage.jetstream_parts import Parts
+from ggmodules.storage.jetstream_resume import Resume
 from ggmodules.storage.telemetry.eventlog import BATCH, Heartbeat, StreamItem
 from ggmodules.storage.telemetry.jetstream_tail import At, Tail
 from ggmodules.storage.telemetry.recent import Decoded, StoredEvent, StreamRead
@@ -87,6 +88,7 @@ class JetStreamEventLog:
         self._loop: asyncio.AbstractEventLoop | None = None
         # origin -> the highest origin_seq published (by this process, or read from tel_meta).
         self._highest: dict[str, int] = {}
+        self._resume = Resume(target)
         # Positions published but not yet written to tel_meta, written by `_keep_positions` off the path
         # of the events (a write per batch would add a database commit to every event's way to subscribers).
         self._unsaved: dict[str, int] = {}
@@ -112,6 +114,7 @@ class JetStreamEventLog:
             max_age=float(self.retention.max_age_seconds) if self.retention.max_age_seconds else None,
             max_bytes=self.retention.max_bytes or None,
             discard=DiscardPolicy.OLD,
+            duplicate_window=self._target.duplicate_window or 0.0,  # 0: NATS's 2 minutes
         )
         try:
             await self._js.stream_info(self.stream)
@@ -133,8 +136,7 @@ class JetStreamEventLog:
         )
 
     async def close(self) -> None:
-        """Saves the positions not saved yet and disconnects, each within CLOSE_SECONDS (a position not
-        saved only makes the next start publish a few events again, which JetStream drops as duplicates)."""
+        """Saves the positions not saved yet and disconnects, each within CLOSE_SECONDS."""
         if self._saver is not None:
             self._saver.cancel()
             await asyncio.gather(self._saver, return_exceptions=True)
@@ -192,10 +194,12 @@ class JetStreamEventLog:
         if origin not in self._highest:
             await self.highest_origin_seq(origin)
         fresh = [ev for ev in events if ev.origin_seq > self._highest[origin]]
+        if fresh:  # what a relay killed before saving its position published (storage/jetstream_resume.py)
+            await self._resume.look(self._js, origin, fresh[0])
         new = 0
         for ev in fresh:
-            _, duplicate = await self._publish(ev)
-            new += not duplicate
+            published = await self._resume.publish(origin, ev, functools.partial(self._publish, ev))
+            new += published is not None and not published[1]
             self._highest[origin] = ev.origin_seq
         if fresh:
             self._to_save(origin)
