@@ -127,40 +127,53 @@ class TelemetryBench:
         call: grpc.CallIterator[telemetry_service_pb2.SubscribeResponse] = self.tel.Subscribe(request)
         return call
 
-    def noop_and_write_to_subscriber(self, rounds: int = 10) -> tuple[list[float], list[float]]:
+    def noop_and_write_to_subscriber(
+        self, rounds: int = 10, pause: float = 0.0
+    ) -> tuple[list[float], list[float]]:
         """The no-op (health Check of Telemetry) and write-to-subscriber samples, taken in alternating rounds
         of the same size (as --only writes does for append against no-op), so load or drift on the machine
         falls on both figures alike rather than on whichever was measured second.
 
         Write-to-subscriber: µs from just before a one-message append to its event's arrival on the
-        writer's stream (one stream, open throughout)."""
+        writer's stream (one stream, open throughout). `pause`: seconds every process is left idle before
+        each no-op and each write (not timed), as between a runtime's sporadic writes."""
         noops, writes = (300, 100) if self.quick else (2000, 1000)
+        if pause:
+            noops, writes = (100, 100) if self.quick else (300, 300)
         rounds = min(rounds, noops, writes)
         check = health_pb2.HealthCheckRequest()
-        agent = "latency-0"
+        agent = "latency-paced" if pause else "latency-0"
         store = bind_history(self.ms, self.run, agent)
         stream = self.subscribe(agent)
 
+        def noop() -> None:
+            time.sleep(pause)
+            t0 = time.perf_counter()
+            self.health.Check(check)
+            noop_samples.append((time.perf_counter() - t0) * 1e6)
+
         def write(text: str) -> float:
             request = say(self.run, agent, store, text)
+            time.sleep(pause)
             t0 = time.perf_counter()
             self.ms.Write(request)
             while said(next(stream)) != text:
                 pass
             return (time.perf_counter() - t0) * 1e6
 
-        noop: list[float] = []
+        noop_samples: list[float] = []
         latency: list[float] = []
         try:
             timed(lambda: self.health.Check(check), 200)  # warm up
             for i in range(20):
                 write(f"warm-up {i}")
             for r in range(rounds):
-                noop += timed(lambda: self.health.Check(check), noops // rounds)
+                for _ in range(noops // rounds):
+                    noop()
                 latency += [write(f"latency {r}.{i}") for i in range(writes // rounds)]
         finally:
             stream.cancel()
-        return noop, latency
+        return noop_samples, latency
 
     def write_to_subscriber(self, window: Callable[[], float] | None = None) -> list[float]:
         """µs from just before a one-message append to its event's arrival on the writer's stream.
@@ -295,6 +308,14 @@ class TelemetryBench:
             return samples
 
         return asyncio.run(main())
+
+
+def paced_line(noop: list[float], latency: list[float], pause: float) -> None:
+    """Both measured after every process was idle `pause` seconds: what a sporadic call costs on this machine,
+    beside the back-to-back figures (no target: the target is the back-to-back ratio's)."""
+    noop_p50, p50 = percentile(noop, 0.5), percentile(latency, 0.5)
+    print(f"  after {pause * 1000:.0f} ms idle each: no-op p50 {noop_p50:8.0f}"
+          f"   write-to-subscriber p50 {p50:8.0f}   = {p50 / noop_p50:.2f}x  (n={len(noop)}, {len(latency)})")
 
 
 def latency_lines(noop: list[float], latency: list[float]) -> None:
