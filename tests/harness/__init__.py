@@ -63,6 +63,7 @@ from tests.harness.services import (
 )
 from tests.harness.subscriptions import DEADLINE, SPAN, StreamEnded, Subscription, is_write_of
 from tests.harness.suite import Suite
+from tests.harness.waiting import eventually
 
 __all__ = [
     "AUTO",
@@ -94,6 +95,7 @@ __all__ = [
     "drop_database",
     "error_info",
     "error_metadata",
+    "eventually",
     "is_write_of",
     "needs_postgres",
     "new_database_url",

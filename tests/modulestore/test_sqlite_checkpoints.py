@@ -5,21 +5,12 @@ kill -9 after acknowledgement)."""
 from __future__ import annotations
 
 import sqlite3
-import time
 from pathlib import Path
 
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.storage.sqlite_checkpoints import FACTOR, Checkpointer
-
-
-def _wait_for(condition: object, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return True
-        time.sleep(0.01)
-    return False
+from tests.harness import eventually
 
 
 def test_the_thread_checkpoints_what_the_writer_committed(tmp_path: Path) -> None:
@@ -37,7 +28,7 @@ def test_the_thread_checkpoints_what_the_writer_committed(tmp_path: Path) -> Non
             writer.execute("INSERT INTO t VALUES (?, ?)", (n, "x" * 500))
             writer.execute("COMMIT")
             checkpoints.committed()
-        assert _wait_for(lambda: checkpoints.passes >= 1)
+        eventually(lambda: checkpoints.passes >= 1, "the thread's first checkpoint", 10.0)
     finally:
         checkpoints.close()
     # Everything committed is there, whatever was or was not copied into the database file yet.

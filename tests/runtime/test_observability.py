@@ -8,7 +8,6 @@ service in its own OS process.
 
 from __future__ import annotations
 
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -33,6 +32,7 @@ from tests.harness import (
     InProcessTelemetry,
     LoopThread,
     ServiceProcess,
+    eventually,
     new_database_url,
     open_channel,
     service_config,
@@ -173,13 +173,13 @@ def _scrape_counted(address: str, name: str, **labels: str) -> dict[str, list[tu
     """`_scrape` once `name` has a series with `labels`. A refused call is counted a moment after its caller
     has the refusal: grpc.aio's `context.abort` sends the status before the handler's `finally`, where the
     metrics interceptor counts the call, runs on the server's loop."""
-    end = time.monotonic() + 10
-    while True:
+
+    def counted() -> dict[str, list[tuple[dict[str, str], float]]] | None:
         series = _scrape(address)
-        if any(all(got.get(k) == w for k, w in labels.items()) for got, _ in series.get(name, [])):
-            return series
-        assert time.monotonic() < end, f"{name} {labels} not served within 10 s: {sorted(series)}"
-        time.sleep(0.02)
+        found = any(all(got.get(k) == w for k, w in labels.items()) for got, _ in series.get(name, []))
+        return series if found else None
+
+    return eventually(counted, f"{name} {labels} served", 10.0)
 
 
 def _value(series: dict[str, list[tuple[dict[str, str], float]]], name: str, **labels: str) -> float:

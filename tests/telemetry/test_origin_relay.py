@@ -6,7 +6,6 @@ stream, cursor and turn behaviour with ModuleStore publishing: tests/telemetry/t
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from tests.harness import (
     LoopThread,
     ServiceProcess,
     drop_database,
+    eventually,
     new_database_url,
     open_channel,
     service_config,
@@ -140,22 +140,17 @@ def test_issue9_the_outbox_is_acknowledged_as_published_so_it_can_be_pruned(rig:
     newest = appended(rig.stream(agent.run_id, agent.agent_id), "said 9")[-1][0]
 
     engine = create_engine(rig.ms_db)
-    try:
-        position = 0
-        deadline = time.monotonic() + DEADLINE
-        # Acknowledged at most every 0.25 s (origin_relay.ACK_EVERY_SECONDS): polled, within a deadline.
-        while position < newest and time.monotonic() < deadline:
-            with engine.connect() as conn:
-                position = int(
-                    conn.execute(
-                        text("SELECT value FROM ms_outbox_positions WHERE name = 'follower/telemetry'")
-                    ).scalar()
-                    or 0
-                )
-            time.sleep(0.02)
+    query = text("SELECT value FROM ms_outbox_positions WHERE name = 'follower/telemetry'")
+
+    def position() -> int:
+        with engine.connect() as conn:
+            return int(conn.execute(query).scalar() or 0)
+
+    try:  # acknowledged at most every 0.25 s (origin_relay.ACK_EVERY_SECONDS), with no signal when it is
+        eventually(lambda: position() >= newest, "the newest event acknowledged")
+        assert position() == newest
     finally:
         engine.dispose()
-    assert position == newest
 
 
 def test_issue9_a_modulestore_given_an_event_log_it_cannot_publish_to_does_not_start(tmp_path: Path) -> None:

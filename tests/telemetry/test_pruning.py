@@ -7,10 +7,8 @@ background interval; the margin is 0 so each pass prunes everything acknowledged
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import pytest
@@ -20,11 +18,17 @@ from ggmodules.common.v1 import outbox_service_pb2 as ob
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
-from tests.harness import InProcessService, InProcessTelemetry, ServiceProcess, Suite, is_write_of, status_of
+from tests.harness import (
+    InProcessService,
+    InProcessTelemetry,
+    ServiceProcess,
+    Suite,
+    eventually,
+    is_write_of,
+    status_of,
+)
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 from tests.telemetry._support.runs import key, read_run, report
-
-DEADLINE = 30.0
 
 
 @pytest.fixture()
@@ -62,14 +66,6 @@ def logged(suite: Suite, request_id: str) -> bool:
         return bool(repo.read(lambda conn: conn.execute(query).scalar_one()))
 
     return suite.loop.run(read())
-
-
-def until(check: Any, what: str) -> None:
-    """Polls `check()` (a condition on the services' state) until it holds, within DEADLINE."""
-    end = time.monotonic() + DEADLINE
-    while not check():
-        assert time.monotonic() < end, f"{what} within {DEADLINE}s"
-        time.sleep(0.02)
 
 
 def outbox_stub(suite: Suite, address: str) -> ob_grpc.OutboxServiceStub:
@@ -130,7 +126,7 @@ def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Suite) -> None:
     seen = sub.until(is_write_of("taken in"))
     sub.close()
     taken_in = max(ev.origin_seq for _, ev in seen if ev.origin == "modulestore")
-    until(lambda: followers(bare).get("telemetry", 0) >= taken_in, "Telemetry acknowledges what it stored")
+    eventually(lambda: followers(bare).get("telemetry", 0) >= taken_in, "Telemetry acknowledging it")
 
     first = bare.telemetry
     assert isinstance(first, ServiceProcess)
@@ -156,7 +152,7 @@ def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Suite) -> None:
 
     # Everything is taken in again: pruned to the newest event (margin 0). A reader below is told so.
     head = everything[-1].origin_seq
-    until(lambda: followers(bare)["telemetry"] >= head, "Telemetry acknowledges what it stored")
+    eventually(lambda: followers(bare)["telemetry"] >= head, "Telemetry acknowledging what it stored")
     prune(bare, bare.modulestore)
     with pytest.raises(grpc.RpcError) as read:
         bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=0, page_size=10))
@@ -197,7 +193,7 @@ def test_a_request_id_older_than_the_retention_window_is_answered_as_new(bare: S
         prune(bare, bare.modulestore)
         return not logged(bare, "late-retry")
 
-    until(forgotten, "the request id falls out of the 1 s window")
+    eventually(forgotten, "the request id falls out of the 1 s window")
 
     again = bare.ms.Write(request)
     assert again.last_seq == first.last_seq + 1  # applied as a new request
