@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+import structlog
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 
 from ggmodules.common.v1 import event_pb2
@@ -40,6 +41,7 @@ DEFAULT_WINDOW_SECONDS = 120.0
 FETCH = 1000
 FETCH_TIMEOUT = 5.0
 T = TypeVar("T")
+_log = structlog.get_logger("ggmodules.jetstream.resume")
 
 
 class Resume:
@@ -96,21 +98,26 @@ async def published_since(js: Any, log: JetStreamLog, origin: str, since: float)
         ),
     )
     found: set[str] = set()
+    started, read = time.monotonic(), 0
     try:
         pending = int((await psub.consumer_info()).num_pending)
         while pending:
             msgs = await psub.fetch(min(FETCH, pending), timeout=FETCH_TIMEOUT)
             for msg in msgs:
+                read += 1
                 ident = whole_event_of(origin, msg.headers)
                 if ident:
                     found.add(ident)
                 pending = int(msg.metadata.num_pending)
                 if int(msg.metadata.sequence.stream) >= last:  # what was stored when asked is enough
-                    return found
+                    pending = 0
+                    break
             if not msgs:
                 break
     finally:
         await psub.unsubscribe()
+    _log.info("read the stream for what a relay published before it started", origin=origin,
+              messages=read, found=len(found), seconds=round(time.monotonic() - started, 3))  # fmt: skip
     return found
 
 
