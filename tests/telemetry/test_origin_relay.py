@@ -107,14 +107,19 @@ def appended(stream: Iterator[Any], until: str) -> list[tuple[int, str]]:
     raise AssertionError(f"the stream ended before {until!r}: {got[-3:]}")
 
 
+def assert_said_once_in_order(got: list[tuple[int, str]], expected: list[str]) -> None:
+    """`appended`'s result is exactly `expected`, each event once, in origin order."""
+    assert [text for _, text in got] == expected
+    seqs = [seq for seq, _ in got]
+    assert seqs == sorted(set(seqs)), "each event once, in origin order"
+
+
 def test_issue9_modulestore_publishes_its_own_events_when_telemetry_cannot_reach_it(rig: Rig) -> None:
     agent = rig.agent_saying("said", 30)
 
     got = appended(rig.stream(agent.run_id, agent.agent_id), "said 29")
 
-    assert [text for _, text in got] == [f"said {i}" for i in range(30)]
-    seqs = [seq for seq, _ in got]
-    assert seqs == sorted(set(seqs)), "each event once, in origin order"
+    assert_said_once_in_order(got, [f"said {i}" for i in range(30)])
 
 
 def test_issue9_every_acknowledged_write_is_published_once_across_a_kill_9(rig: Rig) -> None:
@@ -128,9 +133,7 @@ def test_issue9_every_acknowledged_write_is_published_once_across_a_kill_9(rig: 
 
     got = appended(rig.stream(agent.run_id, agent.agent_id), "after 4")
 
-    assert [text for _, text in got] == [f"before {i}" for i in range(40)] + [f"after {i}" for i in range(5)]
-    seqs = [seq for seq, _ in got]
-    assert seqs == sorted(set(seqs)), "each event once, in origin order"
+    assert_said_once_in_order(got, [f"before {i}" for i in range(40)] + [f"after {i}" for i in range(5)])
 
 
 def test_issue9_the_outbox_is_acknowledged_as_published_so_it_can_be_pruned(rig: Rig) -> None:
