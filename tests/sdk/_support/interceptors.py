@@ -13,10 +13,11 @@ class Attempt:
     method: str
     metadata: dict[str, str]
     request: Any
+    timeout: float | None = None  # the deadline the call was given, in seconds
 
 
 def _attempt(details: Any, request: Any) -> Attempt:
-    return Attempt(details.method, dict(details.metadata or ()), request)
+    return Attempt(details.method, dict(details.metadata or ()), request, details.timeout)
 
 
 class Recorder(grpc.UnaryUnaryClientInterceptor):  # type: ignore[misc]
