@@ -156,3 +156,24 @@ def test_a_connection_lost_at_commit_is_never_taken_for_nothing_committed(
         with pytest.raises(psycopg.Error) as lost:
             pg_pipeline.send(conn, [], [("SELECT 1", None)], commit=True)
         assert lost.value.before_commit is False  # type: ignore[attr-defined]
+
+
+def test_a_statement_without_parameters_is_prepared_once_and_transaction_control_is_not(tmp_path: Path) -> None:
+    """A query the server plans is parsed and planned once per connection, parameters or not (the stream
+    heads' read of every numbering pass has none: planned each time it cost 170 µs of the server's)."""
+    url = new_database_url("postgres", "pipeline", tmp_path)
+    engine = make_engine(url)
+    heads = "SELECT count(*) FROM pg_class WHERE relkind = 'r'"
+    try:
+        with engine.connect() as conn:
+            dbapi = conn.connection.dbapi_connection
+            for _ in range(3):
+                (rows,) = pg_pipeline.send(dbapi, [("BEGIN", None)], [(heads, {})], commit=True)
+                assert rows.fetchone()[0] > 0  # type: ignore[index]
+            (prepared,) = pg_pipeline.send(dbapi, [], [("SELECT statement FROM pg_prepared_statements", {})])
+            statements = [s for (s,) in prepared.fetchall()]
+        assert statements.count(heads) == 1
+        assert not [s for s in statements if s.split()[0] in ("BEGIN", "COMMIT")]
+    finally:
+        engine.dispose()
+        drop_database(url)

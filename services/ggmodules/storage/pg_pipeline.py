@@ -32,6 +32,9 @@ from psycopg import errors, pq
 from psycopg.adapt import PyFormat, Transformer
 
 _PARAM = re.compile(r"%\((\w+)\)s|%%")
+# Statements the server plans, prepared even without parameters: a query parsed and planned anew each time
+# costs more than its execution (the stream heads' read of storage/outbox_sequencing.py: 170 µs a pass).
+_PLANNED = re.compile(r"\s*(SELECT|WITH|INSERT|UPDATE|DELETE)\b", re.IGNORECASE)
 _FATAL = pq.ExecStatus.FATAL_ERROR
 _SYNC = pq.ExecStatus.PIPELINE_SYNC
 _LOST_STATEMENT = "26000"  # invalid_sql_statement_name: a prepared statement the session no longer has
@@ -173,11 +176,11 @@ def _queue(
     t = session.transformer
     for sql, args in commands:
         query, names = _convert(sql)
-        if not names:
+        if not names and not _PLANNED.match(sql):  # BEGIN, COMMIT, SAVEPOINT, SET: nothing to plan
             pg.send_query_params(query, None)
             sent.append(("run", None, None))
             continue
-        values = [args[n] for n in names] if isinstance(args, Mapping) else list(args)
+        values = [args[n] for n in names] if isinstance(args, Mapping) else list(args or ())
         params = t.dump_sequence(values, [PyFormat.AUTO] * len(values))
         types = tuple(t.types or ())
         formats = list(t.formats or ())
