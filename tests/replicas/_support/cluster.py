@@ -100,7 +100,11 @@ class Cluster:
         self.event_log = event_log
         self.channels: list[grpc.Channel] = []
         # Every call logged (info): what a failing run leaves to read (the test names the log files).
-        common = ("--database-url", self.url, "--log-level", "info")
+        # Pools of 3 (6 under load) rather than 10 (20): with the default pools two clusters at once (make
+        # test's two workers) held 91 connections at their peak, and with the rest of the suite beside them
+        # PostgreSQL's max_connections (100) refused new ones ("too many clients already").
+        pools = ("--pool-size", "3", "--pool-max-overflow", "3")
+        common = ("--database-url", self.url, "--log-level", "info", *pools)
         # A start that fails part-way stops what it had started and drops the database: a test that could
         # not get its cluster leaves no process holding PostgreSQL connections for the rest of the suite.
         self.started: list[ServiceProcess] = []
