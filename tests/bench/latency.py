@@ -123,12 +123,16 @@ def figures(quick: bool) -> None:
     if not NATS_URL:
         print(f"\n(JetStream figures left out: {NO_NATS})")
         return
-    for label, publishes in (
-        ("event log on NATS JetStream, ModuleStore publishing its own events (services on SQLite)", True),
-        ("event log on NATS JetStream, Telemetry relaying ModuleStore's events (services on SQLite)", False),
+    on_postgres = {"backend": "postgres", "postgres_url": pg_url}
+    js = "event log on NATS JetStream"
+    for label, publishes, backend in (
+        (f"{js}, ModuleStore publishing its own events (services on SQLite)", True, {}),
+        (f"{js}, Telemetry relaying ModuleStore's events (services on SQLite)", False, {}),
+        (f"{js}, ModuleStore publishing its own events, services on PostgreSQL (README's \"Running several"
+         " replicas\", one replica of each)", True, on_postgres),
     ):
         url = fresh_jetstream_url()
         try:
-            _one(label, quick, event_log=url, origin_publishes=publishes)  # type: ignore[arg-type]
+            _one(label, quick, event_log=url, origin_publishes=publishes, **backend)
         finally:
             drop_stream(url)

@@ -17,9 +17,10 @@ them may be another process's, whose end no commit signal of this one announces.
 On PostgreSQL a page is one round trip (the frontier, the page and the pruning point pipelined,
 storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when read
 (storage/outbox_sequencing.py): it is read through Outbox.read, in a transaction of the service's writing;
-on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py). On SQLite
-a caught-up watcher's page is numbered in memory by one statement on no transaction, sent, and its numbers
-stored after the send (storage/outbox_ahead.py): no transaction between a commit and its events' way out.
+on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py). A
+caught-up watcher's page is numbered in memory by one statement on no transaction (on PostgreSQL with the
+frontier's, in one round trip), sent, and its numbers stored after the send (storage/outbox_ahead.py): no
+transaction between a commit and its events' way out.
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
@@ -150,9 +151,9 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         last_sent = time.monotonic()
         while True:
             seen = self._committed.version
-            ahead = None
-            if numbering is not None:
-                page = await self._run(numbering.read, after, BATCH)
+            ahead = kept = None
+            if numbering is not None:  # caught up: numbered in memory, the numbers stored after the send
+                page, kept = await self._run(numbering.read_ahead, after, BATCH)
             elif numbered_when_read and self._ahead is not None and (got := self._ahead[0](after, BATCH)):
                 # SQLite, caught up: numbered in memory, sent, then the numbers stored (no transaction
                 # between a commit and its events' way to the follower)
@@ -169,6 +170,8 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
                 yield page.events, page.head
                 if ahead is not None and self._ahead is not None:
                     self._ahead[1](ahead)
+                if kept is not None and numbering is not None:
+                    await self._run(numbering.keep, kept)
                 after, last_sent = page.events[-1].origin_seq, time.monotonic()
                 if page.more:
                     continue

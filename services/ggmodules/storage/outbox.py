@@ -101,6 +101,11 @@ class Outbox:
         return self._sequencer
 
     @property
+    def numbering_ahead(self) -> NumberingAhead | None:
+        """Its numbering ahead of storing (storage/outbox_ahead.py), for an outbox numbered when read."""
+        return self._ahead
+
+    @property
     def sequenced(self) -> bool:
         """Whether its stream seqs are numbered when it is read (storage/outbox_sequencing.py): only
         `read` may then serve it."""

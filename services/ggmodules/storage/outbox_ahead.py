@@ -1,10 +1,16 @@
 """Numbering ahead of storing (issue 9, write→subscriber latency): a caught-up WatchOutbox of ModuleStore's
-outbox on SQLite, whose stream seqs are numbered when read (storage/outbox_sequencing.py), need not wait for
-the numbering transaction between a write's commit and its event's way to Telemetry.
+outbox, whose stream seqs are numbered when read (storage/outbox_sequencing.py), need not wait for the
+numbering transaction between a write's commit and its event's way to Telemetry (or to JetStream, when
+ModuleStore publishes its own events: runtime/origin_relay.py).
 
 One statement on no transaction (`ahead`) reads the numbering position, the rows after it and their streams'
 heads; the rows are numbered in memory and sent, and the numbers are stored afterwards (`keep`), in a write
-transaction, only if the position has not moved meanwhile. The numbers are a function of what is committed
+transaction, only if the position has not moved meanwhile. On PostgreSQL the statement follows the outbox
+frontier's (storage/outbox_frontier.py) in the same round trip, on a snapshot taken after it, and only the
+rows up to the frontier are numbered (storage/outbox_numbering.py, `NumberingFeed.read_ahead`); the numbers
+are stored by one statement (`keep_statement`) whose updates of the rows and the heads apply only when its
+own update of the position did: a numberer that moved the position first (it holds the position's lock
+while it moves the heads) is never written over. The numbers are a function of what is committed
 (each stream's head at the position and the rows after it in origin_seq order, none of which changes until
 the position moves), so whoever numbers those rows gets the same seqs: another reader numbering them first
 (then `keep` stores nothing and no head moves twice), or any reader after a kill -9 between the send and
@@ -81,6 +87,24 @@ class NumberingAhead:
             .where(rows.c.origin_seq == bindparam("k"))
             .values(stream_seq=bindparam("s"), payload=bindparam("p"))
         )
+        # PostgreSQL: all of `keep` in one statement; the rows' and the heads' updates apply only when its own
+        # update of the position did (`moved`): a numberer that moved the position first holds its lock
+        # while it sets the heads (storage/outbox_numbering.py), and is never written over.
+        self._keep_pg = Prepared(
+            text(
+                f"WITH moved AS (UPDATE {positions.name} SET value = :through "
+                f"WHERE name = '{SEQUENCED_THROUGH}' AND value = :since RETURNING value), "
+                f"numbered AS (UPDATE {rows.name} r SET stream_seq = u.s, payload = u.p FROM unnest("
+                "CAST(:keys AS bigint[]), CAST(:seqs AS bigint[]), CAST(:payloads AS bytea[])) AS u(k, s, p) "
+                "WHERE r.origin_seq = u.k AND EXISTS (SELECT 1 FROM moved)), "
+                f"heads AS (INSERT INTO {heads.name} AS head (run_id, agent_id, seq) "
+                "SELECT run_id, agent_id, seq FROM unnest(CAST(:run_ids AS text[]), "
+                "CAST(:agent_ids AS text[]), CAST(:last AS bigint[])) AS h(run_id, agent_id, seq) "
+                "WHERE EXISTS (SELECT 1 FROM moved) "
+                "ON CONFLICT (run_id, agent_id) DO UPDATE SET seq = excluded.seq) "
+                "SELECT count(*) FROM moved"
+            )
+        )
         # Each stream's head set to where the rows numbered leave it.
         self._set_heads = Prepared(
             text(
@@ -91,12 +115,22 @@ class NumberingAhead:
         )
 
     def ahead(self, tx: Tx, after: int, limit: int, max_bytes: int) -> Ahead | None:
-        """On no transaction: the rows after the position numbered in memory, for a reader positioned there
-        (`after`), in a page of at most `limit` events and `max_bytes` (the first alone when larger); None
-        when it does not apply (see the module doc)."""
+        """SQLite, on no transaction: the rows after the position numbered in memory, for a reader positioned
+        there (`after`), in a page of at most `limit` events and `max_bytes` (the first alone when larger);
+        None when it does not apply (see the module doc)."""
         if tx.dialect.name != "sqlite" or tx.dbapi().in_transaction:
             return None
-        found = self._read.all(tx, {})
+        return self.numbered(self._read.all(tx, {}), after, limit, max_bytes)
+
+    def read_statement(self, tx: Tx) -> tuple[str, Any]:
+        """PostgreSQL: `ahead`'s statement, for `Tx.send` after the frontier's (its rows go to `numbered`)."""
+        return self._read.bound(tx, {})
+
+    def numbered(
+        self, found: list[tuple[Any, ...]], after: int, limit: int, max_bytes: int, final: int | None = None
+    ) -> Ahead | None:
+        """What `ahead`'s statement read (`found`), numbered in memory; with `final` (PostgreSQL's frontier),
+        the rows after it are left for a later read. None when it does not apply (see the module doc)."""
         if not found:
             return None
         position, pruned, newest = int(found[0][0]), int(found[0][1] or 0), int(found[0][2] or 0)
@@ -105,6 +139,9 @@ class NumberingAhead:
         if any(p is not None and is_fan_out(bytes(p)) for _, _, _, _, _, _, p, _ in found):
             return None
         rows: list[tuple[object, ...]] = [(k, r, a, p) for _, _, _, k, r, a, p, _ in found if k is not None]
+        read = len(rows)
+        if final is not None:
+            rows = [row for row in rows if int(row[0]) <= final]  # type: ignore[call-overload]
         known = {(str(r), str(a)): int(h or 0) for _, _, _, _, r, a, _, h in found if r is not None}
         parsed, counts = parse(rows)
         last = {s: known[s] + n for s, n in counts.items()}
@@ -120,7 +157,25 @@ class NumberingAhead:
             item.origin_seq = key  # not stored: the key is the truth
             events.append(item)
         through = int(params[-1]["k"]) if params else position
-        return Ahead(events, newest, pruned, cut or len(rows) == BATCH, position, through, params, last)
+        more = cut or len(parsed) < len(rows) or read == len(rows) == BATCH  # not rows held by the frontier
+        return Ahead(events, newest, pruned, more, position, through, params, last)
+
+    def keep_statement(self, tx: Tx, ahead: Ahead) -> tuple[str, Any]:
+        """PostgreSQL: `keep` as one statement, for `Tx.send` (its one row: 1 when it stored the numbers)."""
+        streams = sorted(ahead.last)
+        return self._keep_pg.bound(
+            tx,
+            {
+                "since": ahead.since,
+                "through": ahead.through,
+                "keys": [p["k"] for p in ahead.params],
+                "seqs": [p["s"] for p in ahead.params],
+                "payloads": [p["p"] for p in ahead.params],
+                "run_ids": [r for r, _ in streams],
+                "agent_ids": [a for _, a in streams],
+                "last": [ahead.last[s] for s in streams],
+            },
+        )
 
     def keep(self, tx: Tx, ahead: Ahead) -> bool:
         """Stores the numbers `ahead` gave, in the caller's write transaction, unless another reader numbered

@@ -1,5 +1,9 @@
 """WatchOutbox's reads of an outbox numbered when read (ModuleStore's, storage/outbox_sequencing.py) on
-PostgreSQL: numbering and page in two round trips, on a connection kept out of the pool.
+PostgreSQL: numbering and page in two round trips, on a connection kept out of the pool; for a reader that
+is caught up (where the numbering stands: WatchOutbox and ModuleStore's own JetStream relay, between
+writes), one round trip on no transaction, the page numbered in memory and its numbers stored after it was
+sent (`read_ahead`, `keep`: storage/outbox_ahead.py). Write→subscriber on PostgreSQL with ModuleStore
+publishing to JetStream, p50 on a 2-core VM: 3.70 ms before, 2.9-3.3 ms after (the no-op: 0.6 ms).
 
 `Outbox.read` inside a pool transaction sends each statement on its own: the pool's ping, BEGIN, the
 frontier, the numbering position, the rows, the stream heads, the rows' and the position's updates, the
@@ -52,6 +56,7 @@ from ggmodules.storage import fan_out
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import MAX_BATCH_BYTES, Outbox, OutboxPage, page_statement
+from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier
 from ggmodules.storage.outbox_pipelined import bounds_statement
 from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, OutboxPositions
@@ -84,6 +89,56 @@ class NumberingFeed:
         self._drawn = Prepared(DRAWN_THEN_WRITERS)
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
         self._bounds = bounds_statement(outbox, positions)
+        self._ahead = outbox.numbering_ahead
+
+    def read_ahead(
+        self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES
+    ) -> tuple[OutboxPage, Ahead | None]:
+        """A reader positioned where the numbering stands (caught up): the rows after it up to the frontier,
+        numbered in memory, in one round trip on no transaction (storage/outbox_ahead.py), with what `keep`
+        stores once they were sent; any other reader: `read` (and None)."""
+        got = retrying(
+            lambda: self._kept.read(lambda c: self._ahead_once(c, after, limit, max_bytes)), DEFAULT
+        )
+        return got if got is not None else (self.read(after, limit, max_bytes), None)
+
+    def _ahead_once(
+        self, conn: Connection, after: int, limit: int, max_bytes: int
+    ) -> tuple[OutboxPage, Ahead] | None:
+        if self._ahead is None:
+            return None
+        self._frontier.reconnected(conn.engine)
+        oids = self._frontier.oids(conn)
+        tx = Tx(conn)  # no BEGIN: each statement on its own snapshot, the rows' taken after the frontier's
+        try:
+            drawn, found = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx)])
+        except BaseException as exc:  # the implicit transaction ended with the pipeline: nothing to roll back
+            _let_go_if_broken(conn, exc)
+            raise
+        last, holding = drawn.fetchone()
+        final, held = self._frontier.moved(last, holding)
+        ahead = self._ahead.numbered(found.fetchall(), after, limit, max_bytes, final)
+        if ahead is None:
+            return None
+        page = OutboxPage(ahead.events, max(ahead.newest, ahead.through), ahead.more, held)
+        return self._positions.checked(after, ahead.pruned, page), ahead
+
+    def keep(self, ahead: Ahead) -> None:
+        """Stores the numbers of a page `read_ahead` gave, once it was sent, unless another reader stored
+        them first (then they are the same)."""
+        if ahead.params and self._ahead is not None:
+            retrying(lambda: self._kept.read(lambda c: self._keep_once(c, ahead)), DEFAULT)
+
+    def _keep_once(self, conn: Connection, ahead: Ahead) -> None:
+        assert self._ahead is not None
+        tx = Tx(conn)
+        tx.deferring(begin=True)
+        tx.defer(_NO_FLUSH_WAIT)  # as the numbering's own COMMIT (module doc)
+        try:
+            tx.send([self._ahead.keep_statement(tx, ahead)], commit=True)
+        except BaseException as exc:
+            _roll_back(conn, tx, exc)
+            raise
 
     def read(self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES) -> OutboxPage:
         """The events after `after` as far as the outbox is final, numbered first; like OutboxFeed.read over
@@ -157,6 +212,14 @@ def _roll_back(conn: Connection, tx: Tx, exc: BaseException) -> None:
         except Exception:
             if not getattr(dbapi, "broken", False):
                 raise
+    _let_go_if_broken(conn, exc)
+
+
+def _let_go_if_broken(conn: Connection, exc: BaseException) -> None:
+    """A connection psycopg found broken: invalidated, and `exc` marked so (KeptConnection lets it go)."""
+    dbapi: Any = getattr(conn.connection, "dbapi_connection", None)
+    if not getattr(dbapi, "broken", False):
+        return
     conn.invalidate()
     with contextlib.suppress(AttributeError):
         exc.connection_invalidated = True  # type: ignore[attr-defined]
