@@ -158,7 +158,9 @@ def test_a_connection_lost_at_commit_is_never_taken_for_nothing_committed(
         assert lost.value.before_commit is False  # type: ignore[attr-defined]
 
 
-def test_a_statement_without_parameters_is_prepared_once_and_transaction_control_is_not(tmp_path: Path) -> None:
+def test_a_statement_without_parameters_is_prepared_once_and_transaction_control_is_not(
+    tmp_path: Path,
+) -> None:
     """A query the server plans is parsed and planned once per connection, parameters or not (the stream
     heads' read of every numbering pass has none: planned each time it cost 170 µs of the server's)."""
     url = new_database_url("postgres", "pipeline", tmp_path)
