@@ -22,7 +22,7 @@ from ggmodules.storage.jetstream_resume import whole_event_of
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as tel
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, stubs
-from tests.harness.backends import NO_POSTGRES, POSTGRES_URL
+from tests.harness.backends import needs_postgres
 from tests.harness.event_logs import drop_stream, fresh_jetstream_url, needs_nats
 from tests.harness.modulestore import append, new_run, open_agent
 from tests.telemetry.test_origin_relay import NOWHERE, appended, assert_said_once_in_order
@@ -120,8 +120,7 @@ def outlive_the_window(published_by: float) -> None:
 
 CASES = [
     pytest.param(("sqlite", True), id="modulestore-publishing-sqlite"),
-    pytest.param(("postgres", True), id="modulestore-publishing-postgres",
-                 marks=pytest.mark.skipif(not POSTGRES_URL, reason=NO_POSTGRES)),
+    pytest.param(("postgres", True), id="modulestore-publishing-postgres", marks=needs_postgres),
     pytest.param(("sqlite", False), id="telemetry-relaying"),
 ]  # fmt: skip
 
