@@ -111,13 +111,16 @@ class NumberingFeed:
         oids = self._frontier.oids(conn)
         tx = Tx(conn)  # no BEGIN: each statement on its own snapshot, the rows' taken after the frontier's
         try:
-            drawn, found = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx)])
+            drawn, read = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx)])
+            found, heads = read.fetchall(), None
+            if self._ahead.has_fan_out(found):  # its holders' heads: a round trip of its own
+                heads = tx.send([self._ahead.run_heads_statement(tx)])[0].fetchall()
         except BaseException as exc:  # the implicit transaction ended with the pipeline: nothing to roll back
             _let_go_if_broken(conn, exc)
             raise
         last, holding = drawn.fetchone()
         final, held = self._frontier.moved(last, holding)
-        ahead = self._ahead.numbered(found.fetchall(), after, limit, max_bytes, final)
+        ahead = self._ahead.numbered(found, after, limit, max_bytes, final, heads)
         if ahead is None:
             return None
         page = OutboxPage(ahead.events, max(ahead.newest, ahead.through), ahead.more, held)
