@@ -20,7 +20,8 @@ storage/outbox_pipelined.py). ModuleStore's outbox numbers its stream seqs when 
 on PostgreSQL in two round trips on a connection kept out of the pool (storage/outbox_numbering.py). A
 caught-up watcher's page is numbered in memory by one statement on no transaction (on PostgreSQL with the
 frontier's, in one round trip), sent, and its numbers stored after the send (storage/outbox_ahead.py): no
-transaction between a commit and its events' way out.
+transaction between a commit and its events' way out. On PostgreSQL the commit that woke it read for it,
+in the round trip of its COMMIT (storage/outbox_commit_read.py).
 
 AckOutbox records a follower's durable position (storage/outbox_pruning.py); the service's Housekeeper
 (runtime/housekeeping.py) prunes below every known follower's position less a margin. A watcher positioned
@@ -29,6 +30,7 @@ below what was pruned is refused OUT_OF_RANGE (OUTBOX_PRUNED), checked after eac
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from typing import Any, Protocol
@@ -46,6 +48,7 @@ from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
+from ggmodules.storage.outbox_commit_read import CommitReads
 from ggmodules.storage.outbox_frontier import OutboxFeed
 from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
@@ -99,10 +102,13 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         *,
         kept: KeptConnection | None = None,
         ahead: tuple[ReadAhead, Keep] | None = None,
+        commit_reads: CommitReads | None = None,
     ) -> None:
         """`kept`: a connection kept out of the pool (autocommit) for the reads of an outbox numbered when
-        read, on PostgreSQL (storage/outbox_numbering.py). `ahead`: on SQLite, how a caught-up watcher of
-        such an outbox reads its page numbered in memory and stores the numbers after sending it."""
+        read, on PostgreSQL (storage/outbox_numbering.py); `commit_reads`: there, the readings this process's
+        commits send for its caught-up watchers (storage/outbox_commit_read.py). `ahead`: on SQLite, how a
+        caught-up watcher of such an outbox reads its page numbered in memory and stores the numbers after
+        sending it."""
         self._outbox = outbox
         self._reading = reading
         self._committed = committed
@@ -111,6 +117,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self._writing = writing
         self._kept = kept
         self._ahead = ahead
+        self._commit_reads = commit_reads
         # An origin publishing its own events to an event log (runtime/origin_relay.py), set once built.
         self.relay: Relayed | None = None
 
@@ -144,7 +151,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         # two round trips (storage/outbox_numbering.py).
         numbered_when_read = self._outbox.sequenced
         numbering = (
-            NumberingFeed(self._outbox, self._positions, self._kept)
+            NumberingFeed(self._outbox, self._positions, self._kept, self._commit_reads)
             if numbered_when_read and self._kept is not None
             else None
         )
@@ -153,7 +160,8 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
             seen = self._committed.version
             ahead = kept = None
             if numbering is not None:  # caught up: numbered in memory, the numbers stored after the send
-                page, kept = await self._run(numbering.read_ahead, after, BATCH)
+                got = numbering.from_commit(after, BATCH)  # read by the commit that woke it, if any
+                page, kept = got if got is not None else await self._run(numbering.read_ahead, after, BATCH)
             elif numbered_when_read and self._ahead is not None and (got := self._ahead[0](after, BATCH)):
                 # SQLite, caught up: numbered in memory, sent, then the numbers stored (no transaction
                 # between a commit and its events' way to the follower)
@@ -179,7 +187,10 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
             if idle_left <= 0:
                 yield [], max(page.head, after)
                 last_sent, idle_left = time.monotonic(), heartbeat
-            await self._committed.wait(seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left)
+            with numbering.waiting() if numbering is not None else contextlib.nullcontext():
+                await self._committed.wait(
+                    seen, min(idle_left, HELD_RECHECK_SECONDS) if page.held else idle_left
+                )
 
     def _read(
         self, feed: OutboxFeed, pipelined: PipelinedFeed | None, conn: Connection, after: int

@@ -3,7 +3,9 @@ PostgreSQL: numbering and page in two round trips, on a connection kept out of t
 is caught up (where the numbering stands: WatchOutbox and ModuleStore's own JetStream relay, between
 writes), one round trip on no transaction, the page numbered in memory and its numbers stored after it was
 sent (`read_ahead`, `keep`: storage/outbox_ahead.py). Write→subscriber on PostgreSQL with ModuleStore
-publishing to JetStream, p50 on a 2-core VM: 3.70 ms before, 2.9-3.3 ms after (the no-op: 0.6 ms).
+publishing to JetStream, p50 on a 2-core VM: 3.70 ms before, 2.9-3.3 ms after (the no-op: 0.6 ms). When a
+commit of this process woke it, that commit read for it, in its own round trip (`from_commit`,
+storage/outbox_commit_read.py): no round trip of its own at all.
 
 `Outbox.read` inside a pool transaction sends each statement on its own: the pool's ping, BEGIN, the
 frontier, the numbering position, the rows, the stream heads, the rows' and the position's updates, the
@@ -47,6 +49,7 @@ afterwards.
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -57,7 +60,8 @@ from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import MAX_BATCH_BYTES, Outbox, OutboxPage, page_statement
 from ggmodules.storage.outbox_ahead import Ahead
-from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier
+from ggmodules.storage.outbox_commit_read import CommitReads
+from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier, connections_made
 from ggmodules.storage.outbox_pipelined import bounds_statement
 from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, OutboxPositions
 from ggmodules.storage.outbox_sequencing import Sequencer
@@ -79,7 +83,15 @@ class _Numbered:
 class NumberingFeed:
     """One watcher's reads of one numbered-when-read outbox on PostgreSQL (see the module doc)."""
 
-    def __init__(self, outbox: Outbox, positions: OutboxPositions, kept: KeptConnection) -> None:
+    def __init__(
+        self,
+        outbox: Outbox,
+        positions: OutboxPositions,
+        kept: KeptConnection,
+        reads: CommitReads | None = None,
+    ) -> None:
+        """`reads`: the readings this process's commits send for its caught-up feeds
+        (storage/outbox_commit_read.py)."""
         sequencer = outbox.sequencer
         assert sequencer is not None, "only an outbox numbered when read"
         self._sequencer: Sequencer = sequencer
@@ -90,6 +102,38 @@ class NumberingFeed:
         self._page = Prepared(page_statement(outbox.rows, postgres=True))
         self._bounds = bounds_statement(outbox, positions)
         self._ahead = outbox.numbering_ahead
+        self._reads = reads
+        self._done = 0  # when this feed's own last reading came back (CommitReads.tick)
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """While a caught-up feed waits for the next commit: commits send its reading (CommitReads)."""
+        if self._reads is None:
+            yield
+            return
+        self._reads.waiting += 1
+        try:
+            yield
+        finally:
+            self._reads.waiting -= 1
+
+    def from_commit(
+        self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES
+    ) -> tuple[OutboxPage, Ahead] | None:
+        """`read_ahead`'s page from the reading a commit sent for it (storage/outbox_commit_read.py), with no
+        round trip; None when there is none it may take (then `read_ahead`)."""
+        reads = self._reads
+        reading = None if reads is None else reads.since(self._done)
+        if reads is None or reading is None or self._ahead is None:
+            return None
+        self._frontier.reconnected(reads.engine)
+        if reading.made != connections_made(reads.engine):  # maybe the first after a crash: not taken
+            return None
+        self._done = reading.done
+        final, held = self._frontier.moved(*reading.drawn)
+        if self._ahead.has_fan_out(reading.found):
+            return None
+        return self._numbered_page(reading.found, after, limit, max_bytes, final, held, None)
 
     def read_ahead(
         self, after: int, limit: int, max_bytes: int = MAX_BATCH_BYTES
@@ -108,10 +152,11 @@ class NumberingFeed:
         if self._ahead is None:
             return None
         self._frontier.reconnected(conn.engine)
-        oids = self._frontier.oids(conn)
+        oids = self._learnt(conn)
         tx = Tx(conn)  # no BEGIN: each statement on its own snapshot, the rows' taken after the frontier's
         try:
             drawn, read = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx)])
+            self._came_back()
             found, heads = read.fetchall(), None
             if self._ahead.has_fan_out(found):  # its holders' heads: a round trip of its own
                 heads = tx.send([self._ahead.run_heads_statement(tx)])[0].fetchall()
@@ -120,11 +165,36 @@ class NumberingFeed:
             raise
         last, holding = drawn.fetchone()
         final, held = self._frontier.moved(last, holding)
+        return self._numbered_page(found, after, limit, max_bytes, final, held, heads)
+
+    def _numbered_page(
+        self,
+        found: list[tuple[Any, ...]],
+        after: int,
+        limit: int,
+        max_bytes: int,
+        final: int,
+        held: bool,
+        heads: list[tuple[Any, ...]] | None,
+    ) -> tuple[OutboxPage, Ahead] | None:
+        assert self._ahead is not None
         ahead = self._ahead.numbered(found, after, limit, max_bytes, final, heads)
         if ahead is None:
             return None
         page = OutboxPage(ahead.events, max(ahead.newest, ahead.through), ahead.more, held)
         return self._positions.checked(after, ahead.pruned, page), ahead
+
+    def _learnt(self, conn: Connection) -> dict[str, int]:
+        """The frontier's oids, told to the commits that read for this feed."""
+        oids = self._frontier.oids(conn)
+        if self._reads is not None and self._reads.oids is None:
+            self._reads.oids = oids
+        return oids
+
+    def _came_back(self) -> None:
+        """This feed's own reading is back: a commit's sent before it is older, never taken after it."""
+        if self._reads is not None:
+            self._done = self._reads.tick()
 
     def keep(self, ahead: Ahead) -> None:
         """Stores the numbers of a page `read_ahead` gave, once it was sent, unless another reader stored
@@ -155,7 +225,7 @@ class NumberingFeed:
 
     def _once(self, conn: Connection, after: int, limit: int, max_bytes: int) -> _Numbered:
         self._frontier.reconnected(conn.engine)  # a server crash may have lost numbers (module doc)
-        oids = self._frontier.oids(conn)
+        oids = self._learnt(conn)
         tx = Tx(conn)
         tx.deferring(begin=True)  # the kept connection is in autocommit: BEGIN is this transaction's own
         tx.defer(_NO_FLUSH_WAIT)
@@ -169,6 +239,7 @@ class NumberingFeed:
         seq = self._sequencer
         first = [seq.locked_position(tx), self._drawn.bound(tx, oids), seq.unnumbered(tx)]
         position, drawn, rows, heads = tx.send([*first, seq.unnumbered_heads(tx)])
+        self._came_back()
         found = position.fetchone()
         if found is None:  # a database made before any row was written: nothing to number before
             seq.start(tx)

@@ -100,6 +100,20 @@ def send(
 ) -> list[Rows]:
     """Runs `waiting` (results dropped), then `wanted` (their rows returned), then COMMIT if asked, in one
     pipeline on the psycopg connection behind `dbapi`."""
+    return send_then(dbapi, waiting, wanted, (), commit=commit)[0]
+
+
+def send_then(
+    dbapi: Any,
+    waiting: Sequence[tuple[str, Any]],
+    wanted: Sequence[tuple[str, Any]],
+    then: Sequence[tuple[str, Any]],
+    *,
+    commit: bool = False,
+) -> tuple[list[Rows], list[Rows] | None]:
+    """`send`, and in the same round trip, after its Sync, `then`: read-only statements in an implicit
+    transaction of their own (after COMMIT; on read committed, each on a snapshot taken after the one
+    before). Their failure is theirs alone, not the transaction's: their rows are then None."""
     conn = getattr(dbapi, "dbapi_connection", dbapi)  # SQLAlchemy's pool proxy -> psycopg's connection
     session = _sessions.get(conn)
     if session is None:
@@ -107,7 +121,7 @@ def send(
     commands = [*waiting, *wanted, *([("COMMIT", None)] if commit else [])]
     with conn.lock:
         try:
-            results = _run(conn.pgconn, session, commands)
+            results, after = _run(conn.pgconn, session, commands, then)
         except errors.Error as exc:
             # Only a result the server sent says where the pipeline stopped (`command`, set by _run; -1 for a
             # failed PREPARE): a statement before COMMIT failed, so COMMIT did not run and nothing of the
@@ -118,9 +132,14 @@ def send(
             exc.before_commit = commit and stopped is not None and stopped < len(commands) - 1  # type: ignore[attr-defined]
             raise
     first = len(waiting)
+    out = _loaded(session, results[first : first + len(wanted)])
+    return out, (None if after is None else _loaded(session, after))
+
+
+def _loaded(session: _Session, results: Sequence[Any]) -> list[Rows]:
     out = []
     t = session.transformer
-    for result in results[first : first + len(wanted)]:
+    for result in results:
         t.set_pgresult(result)
         rows = t.load_rows(0, result.ntuples, tuple) if result.ntuples else []
         out.append(Rows(rows, result.command_tuples if result.command_tuples is not None else -1))
@@ -132,38 +151,60 @@ def rollback(dbapi: Any) -> None:
     send(dbapi, [("ROLLBACK", None)], [])
 
 
-def _run(pg: Any, session: _Session, commands: Sequence[tuple[str, Any]]) -> list[Any]:
-    """Each command's result, in order; raises the first error."""
-    t = session.transformer
-    sent: list[tuple[str, bytes | None, tuple[str, tuple[int, ...]] | None]] = []  # what, prepared name
+def _run(
+    pg: Any, session: _Session, commands: Sequence[tuple[str, Any]], then: Sequence[tuple[str, Any]] = ()
+) -> tuple[list[Any], list[Any] | None]:
+    """Each command's result, in order, then each of `then`'s (sent after a Sync of their own; None when one
+    of them failed); raises the first error of `commands`."""
+    segments: list[list[tuple[str, bytes | None, tuple[str, tuple[int, ...]] | None]]] = []  # what, name
+    synced = 0
     pg.enter_pipeline_mode()
     try:
-        _queue(pg, session, commands, sent)
-        pg.pipeline_sync()
-        got = _communicate(pg)
+        for part in (commands, then) if then else (commands,):
+            segments.append([])
+            _queue(pg, session, part, segments[-1])
+            pg.pipeline_sync()
+            synced += 1
+        got = _communicate(pg, synced)
     except BaseException:
-        _drain(pg)
-        for what, _name, key in sent:  # whether they were prepared is not known: prepare anew next time
-            if what == "prepare" and key is not None:
-                session.names.pop(key, None)
+        _drain(pg, synced)
+        for sent in segments:
+            for what, _name, key in sent:  # whether they were prepared is not known: prepare anew next time
+                if what == "prepare" and key is not None:
+                    session.names.pop(key, None)
         raise
     pg.exit_pipeline_mode()
+    results, error = _results(session, segments[0], got[0])
+    after: list[Any] | None = None
+    if len(segments) > 1:
+        after, failed = _results(session, segments[1], got[1])
+        if failed is not None:
+            after = None
+    if error is not None:
+        raise error
+    return results, after
+
+
+def _results(
+    session: _Session,
+    sent: list[tuple[str, bytes | None, tuple[str, tuple[int, ...]] | None]],
+    got: list[Any],
+) -> tuple[list[Any], Exception | None]:
+    """One segment's results of its commands (not of the preparing), and its first error."""
     error: Exception | None = None
     results: list[Any] = []
     for (what, _name, key), result in zip(sent, got, strict=True):
         if result.status == _FATAL and error is None:
-            error = errors.error_from_result(result, encoding=t.encoding)
+            error = errors.error_from_result(result, encoding=session.transformer.encoding)
             error.command = len(results) if what == "run" else -1  # type: ignore[attr-defined]
         if what == "prepare":
             if result.status != pq.ExecStatus.COMMAND_OK and key is not None:
                 session.names.pop(key, None)  # not prepared: prepare again next time
             continue
         results.append(result)
-    if error is not None:
-        if getattr(error, "sqlstate", None) == _LOST_STATEMENT:
-            session.names.clear()
-        raise error
-    return results
+    if getattr(error, "sqlstate", None) == _LOST_STATEMENT:
+        session.names.clear()
+    return results, error
 
 
 def _queue(
@@ -196,13 +237,14 @@ def _queue(
         sent.append(("run", name, None))
 
 
-def _communicate(pg: Any) -> list[Any]:
-    """Sends what is buffered and reads every command's result up to the pipeline's sync: one result per
-    command (its last), in order."""
+def _communicate(pg: Any, syncs: int = 1) -> list[list[Any]]:
+    """Sends what is buffered and reads every command's result up to each of the pipeline's `syncs` syncs:
+    per sync, one result per command (its last), in order."""
     fd = pg.socket
     while pg.flush() == 1:  # the socket's buffer is full: wait until it takes more (reading meanwhile)
         select.select([fd], [fd], [])
         pg.consume_input()
+    segments: list[list[Any]] = []
     got: list[Any] = []
     current: list[Any] = []
     while True:
@@ -215,19 +257,23 @@ def _communicate(pg: Any) -> list[Any]:
                 got.append(current[-1])
                 current = []
             elif r.status == _SYNC:
-                return got
+                segments.append(got)
+                if len(segments) == syncs:
+                    return segments
+                got = []
             else:
                 current.append(r)
         select.select([fd], [], [])
 
 
 
-def _drain(pg: Any) -> None:
+def _drain(pg: Any, synced: int = 0) -> None:
     """After a failure part way: what was queued is run to its end, then the pipeline left (a connection
-    that fails here is broken; its next use says so)."""
+    that fails here is broken; its next use says so). `synced`: the syncs queued before the failure; what
+    follows the last of them is read up to a sync of its own."""
     try:
         pg.pipeline_sync()
-        _communicate(pg)
+        _communicate(pg, synced + 1)
         pg.exit_pipeline_mode()
     except Exception:  # the original failure is the one raised
         pass

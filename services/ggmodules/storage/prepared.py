@@ -98,6 +98,17 @@ class Tx:
             self._begin = False
         return pg_pipeline.send(self.dbapi(), waiting, wanted, commit=commit)
 
+    def commit_then(self, then: Sequence[tuple[str, Any]]) -> list[Any] | None:
+        """Sends what waits and COMMIT, then `then` after a Sync of their own, in one round trip
+        (`pg_pipeline.send_then`): their rows, or None when they failed (the COMMIT's failure is raised)."""
+        waiting = self.deferred or []
+        self.deferred = []
+        self._sent += len(waiting)
+        if self._begin:
+            waiting = [("BEGIN", None), *waiting]
+            self._begin = False
+        return pg_pipeline.send_then(self.dbapi(), waiting, (), then, commit=True)[1]
+
     def rollback(self) -> None:
         """Deferring: drops what waits and rolls back what was sent, if anything (storage/pg_pipeline.py:
         not through psycopg, which would drop the session's prepared statements)."""

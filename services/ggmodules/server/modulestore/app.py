@@ -62,7 +62,15 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     kept = None if inline else KeptConnection(engine, autocommit=True)
     ahead = (repo.read_ahead, repo.keep) if inline else None
     outbox = OutboxServicer(
-        repo.outbox, repo.read, repo.committed, run, repo.positions, repo.read, kept=kept, ahead=ahead
+        repo.outbox,
+        repo.read,
+        repo.committed,
+        run,
+        repo.positions,
+        repo.read,
+        kept=kept,
+        ahead=ahead,
+        commit_reads=repo.commit_reads,
     )
     relay = _origin_relay(config, outbox, repo, run, log)
     housekeeper = Housekeeper(

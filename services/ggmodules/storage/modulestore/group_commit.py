@@ -52,6 +52,7 @@ from ggmodules.storage.idempotency import RequestKey
 from ggmodules.storage.modulestore import pg_write
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.modulestore.unit import ModuleStoreUnit
+from ggmodules.storage.outbox_commit_read import CommitReads
 from ggmodules.storage.prepared import Tx
 
 M = TypeVar("M", bound=Message)
@@ -76,8 +77,11 @@ class _Mutation:
 
 
 class GroupCommit:
-    def __init__(self, transactions: Transactions, *, workers: int = WORKERS) -> None:
+    def __init__(
+        self, transactions: Transactions, *, workers: int = WORKERS, reads: CommitReads | None = None
+    ) -> None:
         self._transactions = transactions
+        self._reads = reads  # PostgreSQL: what a batch reads after its COMMIT for the outbox's watchers
         self._committed = transactions.committed
         self._inline = transactions.pinned_dbapi is not None
         self._pending: list[_Mutation] = []
@@ -169,12 +173,16 @@ class GroupCommit:
             for m in batch:
                 if m.future is not None:
                     m.future.cancel()
+            self._committed.notify()  # the batch may have committed all the same
             raise
         except BaseException as exc:  # the executor itself failed (shutting down)
             outcomes = [exc] * len(batch)
         finally:
             self._in_flight -= 1
         _settle(batch, outcomes)
+        # Signalled once its callers are answered (their handlers run before the outbox's watchers, which
+        # would take the loop first), and with one wake of the loop for both.
+        self._committed.notify()
         self._start_batches(loop)
 
     # ---- one batch (synchronous: on the loop for SQLite, on the worker thread for PostgreSQL) ----------
@@ -205,7 +213,8 @@ class GroupCommit:
             if isinstance(exc, _Lost) or lost_to_concurrency(exc):
                 return [self._alone(m) for m in batch]
             return [exc] * len(batch)
-        self._committed.notify()
+        if self._inline:  # PostgreSQL: once the callers are answered (`_batch`)
+            self._committed.notify()
         return outcomes
 
     def _attempt(self, batch: list[_Mutation]) -> list[Message | BaseException]:
@@ -253,7 +262,8 @@ class GroupCommit:
             raise
         try:
             if pipelined:
-                tx.send(commit=True)  # what waits and COMMIT: one round trip
+                # what waits and COMMIT: one round trip, with the outbox watchers' read (CommitReads)
+                tx.send(commit=True) if self._reads is None else self._reads.commit(tx)
             end(True)
         except Exception as exc:
             with contextlib.suppress(Exception):

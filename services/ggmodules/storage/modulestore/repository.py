@@ -27,6 +27,7 @@ from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition, MsR
 from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
+from ggmodules.storage.outbox_commit_read import CommitReads
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
 T = TypeVar("T")
@@ -49,8 +50,14 @@ class ModuleStoreRepository:
         self.mutate = self.transactions.mutate
         self.positions = OutboxPositions(self.outbox, MsOutboxPosition)
         self.request_table = MsRequest.__table__  # type: ignore[attr-defined]
+        # PostgreSQL: a batch's COMMIT carries the read of the outbox's caught-up feeds
+        # (storage/outbox_commit_read.py).
+        ahead = self.outbox.numbering_ahead
+        self.commit_reads = (
+            CommitReads(ahead, engine) if ahead is not None and engine.dialect.name == "postgresql" else None
+        )
         # Writes from the event loop: concurrent ones share a transaction (group_commit.py).
-        self.batched = GroupCommit(self.transactions)
+        self.batched = GroupCommit(self.transactions, reads=self.commit_reads)
 
     # ---- reads --------------------------------------------------------------------------------------
 
