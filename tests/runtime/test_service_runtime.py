@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import grpc
@@ -12,7 +14,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
 from ggmodules.runtime.config import ServiceConfig
-from tests.harness import ServiceProcess, open_channel
+from tests.harness import ROOT, ServiceProcess, open_channel
 
 
 @pytest.fixture()
@@ -56,6 +58,29 @@ def test_sigterm_stops_gracefully_and_logs_it(modulestore_process: ServiceProces
         if line.startswith("{")
     ]
     assert events[-2:] == ["stopping", "stopped"]
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--event-log", "nats://127.0.0.1:4222?duplicate_window=soon"),
+         "duplicate_window='soon' in the event log's URL: give seconds, more than 0"),
+        (("--trace", "jaeger"), "--trace 'jaeger': use one of console, otlp (or leave it unset)"),
+    ],
+)  # fmt: skip
+def test_a_refused_setting_ends_the_service_with_one_line_naming_it(
+    tmp_path: Path, flags: tuple[str, ...], said: str
+) -> None:
+    """An operator's typo gets the setting and what to give, on standard error, and a non-zero exit: no
+    traceback to read through."""
+    done = subprocess.run(
+        [sys.executable, "-m", "ggmodules.cli.main", "modulestore", "--port", "0",
+         "--database-url", f"sqlite:///{tmp_path / 'ms.db'}", *flags],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 1
+    assert done.stderr.strip().splitlines()[-1] == f"ggmodules modulestore: {said}"
+    assert "Traceback" not in done.stderr
 
 
 def test_config_precedence_is_flag_then_service_env_then_suite_env_then_default() -> None:

@@ -43,12 +43,16 @@ def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | 
     log = structlog.get_logger().bind(service=name)
     if build is None:
         build = importlib.import_module(SERVICES[name]).build_service
+    # A setting refused while the service is built (an event log URL's option, a limit, an address, a trace
+    # exporter: each raises ValueError naming the setting and what to give) ends the process with that one
+    # line, not a traceback; --log-level debug logs the traceback too.
     try:
         service = build(config, log)
-    except SecurityConfigError as err:
+        # Traces and metrics are off unless --trace / --metrics-port ask for them (runtime/observability.py).
+        provider = tracer_provider(name, config.trace) if config.trace else None
+    except (SecurityConfigError, ValueError) as err:
+        log.debug("configuration refused", exc_info=True)
         sys.exit(f"ggmodules {name}: {err}")
-    # Traces and metrics are off unless --trace / --metrics-port ask for them (runtime/observability.py).
-    provider = tracer_provider(name, config.trace) if config.trace else None
     install_client_tracing(provider)
     observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)
     try:
