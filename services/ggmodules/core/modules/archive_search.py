@@ -64,13 +64,7 @@ def plan_search(
     """Checks everything a search is asked before it touches a store. A SEMANTIC query is any text (up to
     MAX_QUERY_CHARS); the other modes read it in the query language."""
     query = parse_query(text) if mode != SearchMode.SEMANTIC else _semantic_query(text)
-    if page_size < 0:
-        raise InvalidArgument(
-            "page_size cannot be negative (0 means the default)",
-            metadata={"field": "page_size"},
-            violations=[("page_size", "negative")],
-        )
-    size = pages.ARCHIVE_SEARCH.size(page_size)
+    size = pages.ARCHIVE_SEARCH.size(page_size)  # a negative one refused
     offset, upto = _decode(page_token, _scope(store_id, query.text, mode))
     return ArchiveSearch(query, size, offset, upto, mode)
 

@@ -1,11 +1,12 @@
 """How much one ModuleStore read answers. `page_size` 0 asks for the default page, never for everything;
-a larger page_size than the maximum gets the maximum.
+a larger page_size than the maximum gets the maximum; a negative one is refused INVALID_ARGUMENT
+(INVALID_FIELD, `field` page_size), as Registry's lists refuse it (core/registry/paging.py).
 
 | read | what is paged | default | maximum |
 |---|---|---|---|
 | GetStore | a history's messages, an archive's threads (after `after_seq`) | 1,000 | 1,000 |
 | ListStores | stores | 100 | 1,000 |
-| SearchArchive | ranked hits (core/modules/archive_search.py; a negative page_size is refused) | 20 | 100 |
+| SearchArchive | ranked hits (core/modules/archive_search.py) | 20 | 100 |
 | ReadOutbox | events, at most 1 MiB of them unless the first alone is larger (outbox.py) | 100 | 1,000 |
 
 Beside the counts, no answer may exceed one message (16 MiB): the call interceptor refuses a larger one
@@ -16,6 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ggmodules.core.errors import InvalidArgument
+
 
 @dataclass(frozen=True, slots=True)
 class Page:
@@ -23,6 +26,12 @@ class Page:
     maximum: int
 
     def size(self, requested: int) -> int:
+        if requested < 0:
+            raise InvalidArgument(
+                "page_size cannot be negative (0 means the default)",
+                metadata={"field": "page_size"},
+                violations=[("page_size", "negative")],
+            )
         return min(requested, self.maximum) if requested > 0 else self.default
 
 
