@@ -1,6 +1,7 @@
 """Pruning in the background (issue 14): a service's outbox below what every follower has durably taken
-in, and its request log past the retention window. Passes run every `interval` seconds, each as short
-transactions of at most `batch` rows, so a write never waits long behind one.
+in, and its request log past the retention window (Transfer's: its journal's ended transfers). Passes run
+every `interval` seconds, each as short transactions of at most `batch` rows, so a write never waits long
+behind one.
 
 | setting | environment | default |
 |---|---|---|
@@ -83,14 +84,18 @@ class Housekeeper:
         positions: OutboxPositions | None = None,
         requests: Table | None = None,
         steps: Sequence[Callable[[Connection, int], int]] = (),
+        request_steps: Sequence[Callable[[Connection, float, int], int]] = (),
     ) -> None:
+        """`steps`: more outbox pruning, (conn, batch) -> rows deleted; `request_steps`: request logs of
+        another shape (Transfer's journal), (conn, retention window in seconds, batch) -> ids forgotten."""
         self.settings = settings
         self._writing = writing
         self._run = run
         self._log = log
         self._positions = positions
         self._requests = requests
-        self._steps = steps  # more pruning steps: (conn, batch) -> rows deleted
+        self._steps = steps
+        self._request_steps = request_steps
         self._task: asyncio.Task[None] | None = None
         if settings.request_window < MAX_RETRY_SPAN_SECONDS:
             log.warning(
@@ -126,6 +131,10 @@ class Housekeeper:
             requests = await self._batches(lambda c: prune_requests(c, table, s.request_window, s.batch))
         for step in self._steps:
             events += await self._batches(lambda c, step=step: step(c, s.batch))  # type: ignore[misc]
+        for forget in self._request_steps:
+            requests += await self._batches(
+                lambda c, forget=forget: forget(c, s.request_window, s.batch)  # type: ignore[misc]
+            )
         if events or requests:
             self._log.info("pruned", outbox_events=events, request_ids=requests)
         return events, requests

@@ -13,6 +13,7 @@ from prometheus_client.core import GaugeMetricFamily
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.database import open_engine
 from ggmodules.runtime.health import database_probe
+from ggmodules.runtime.housekeeping import Housekeeper, PruneSettings
 from ggmodules.runtime.inline import runner_for
 from ggmodules.runtime.security import security_from
 from ggmodules.runtime.server import Service
@@ -23,6 +24,7 @@ from ggmodules.server.transfer.resumer import Resumer
 from ggmodules.server.transfer.servicer import TransferServicer
 from ggmodules.server.transfer.transfers import Transfers
 from ggmodules.storage.transfer import TransferRepository
+from ggmodules.storage.transfer.repository import prune_ended
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
@@ -48,14 +50,25 @@ def build_service(
              scan_seconds=config.lease_scan_seconds)
     transfers.on_pending = resumer.poke
     servicer = TransferServicer(transfers)
+    # The journal is Transfer's request log: its ended transfers are forgotten past the request-log
+    # retention window (runtime/housekeeping.py), so it does not grow with every transfer ever made.
+    housekeeper = Housekeeper(
+        PruneSettings.from_env(),
+        lambda prune: repo.transact(lambda unit: prune(unit.conn)),
+        run,
+        log,
+        request_steps=[prune_ended],
+    )
 
     def register(server: grpc.aio.Server) -> None:
         transfer_service_pb2_grpc.add_TransferServiceServicer_to_server(servicer, server)
         # Registered inside the serving loop: the resumer runs there, starting with every pending transfer.
         resumer.start()
+        housekeeper.start()
 
     async def on_stop() -> None:
         await resumer.stop()
+        await housekeeper.stop()
         await calls.close()
         repo.close()
 
@@ -65,7 +78,7 @@ def build_service(
         service_names=[transfer_service_pb2.DESCRIPTOR.services_by_name["TransferService"].full_name],
         on_stop=on_stop,
         probe=database_probe(engine),
-        extra={"collectors": [JournalPending(repo)]},
+        extra={"collectors": [JournalPending(repo)], "housekeeper": housekeeper},
         security=security,
     )
 

@@ -16,8 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import BigInteger, ColumnElement, bindparam, cast, func, literal, or_, select, update
-from sqlalchemy.engine import Engine
+from sqlalchemy import BigInteger, ColumnElement, bindparam, cast, delete, func, literal, or_, select, update
+from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import NoResultFound
 
 from ggmodules.core.errors import AlreadyExists, NotFound, Reason
@@ -91,6 +91,23 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+def prune_ended(conn: Connection, window_seconds: float, batch: int) -> int:
+    """Deletes at most `batch` transfers that completed or failed longer than `window_seconds` ago (the
+    journal row is the transfer's request id's claim: past the window, as a request log forgets an id,
+    GetTransfer no longer finds it and its request id starts a new transfer); returns how many. A pending
+    transfer is never pruned."""
+    cutoff = now_us() - int(window_seconds * 1_000_000)
+    oldest = (
+        select(_transfers.c.seq)
+        .where(_transfers.c.completed_us > 0, _transfers.c.completed_us < cutoff)
+        .where(_transfers.c.state != int(TransferState.PENDING))
+        .order_by(_transfers.c.completed_us)
+        .limit(batch)
+    )
+    gone = delete(_transfers).where(_transfers.c.seq.in_(oldest.scalar_subquery()))
+    return int(conn.execute(gone).rowcount)
+
+
 class TransferRepository:
     def __init__(self, engine: Engine, retries: Retries = DEFAULT) -> None:
         self.engine = engine
@@ -140,7 +157,8 @@ class TransferUnit:
             if not transfer_id:
                 what = f"a transfer asked with request id {request_id!r}"
             raise NotFound(
-                f"{what} does not exist in run {run_id}; check the run and the id",
+                f"{what} does not exist in run {run_id}; check the run and the id (a transfer that ended is"
+                " kept for GGMODULES_REQUEST_LOG_RETENTION_SECONDS, one day by default)",
                 reason=Reason.ENTRY_NOT_FOUND,
                 metadata={"run_id": run_id, "transfer_id": transfer_id, "request_id": request_id},
             )

@@ -50,7 +50,8 @@ class TrTransferRow(SQLModel, table=True):
     lease_owner: str = ""
     lease_expires_us: int = Field(default=0, sa_type=BigInteger)
     created_us: int = Field(sa_type=BigInteger)
-    completed_us: int = Field(default=0, sa_type=BigInteger)
+    # When it completed or failed (0 while pending): pruned by it past the retention window (prune_ended).
+    completed_us: int = Field(default=0, sa_type=BigInteger, index=True)
 
 
 TABLES = [TrTransferRow.__table__]  # type: ignore[attr-defined]
