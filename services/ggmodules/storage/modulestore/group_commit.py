@@ -29,7 +29,9 @@ flight they waited on each other for seconds (deadlocks found only after deadloc
 redone write by write): 16 clients on one run-wide board took 37-65 s and a Handover behind them missed its
 10 s deadline, against 9 s with one worker; independent stores lose about 15% of throughput (797 -> 685
 appends/s, 32 callers). A connection found broken before COMMIT (a restarted
-server) is replaced and the batch run again once: nothing of it was committed.
+server) is replaced and the batch run again once: nothing of it was committed. While a watcher of the
+outbox waits caught up, a batch's COMMIT carries that watcher's next read (storage/outbox_commit_read.py),
+and the commit is signalled on the event loop once its callers are answered.
 """
 
 from __future__ import annotations
@@ -262,8 +264,10 @@ class GroupCommit:
             raise
         try:
             if pipelined:
-                # what waits and COMMIT: one round trip, with the outbox watchers' read (CommitReads)
-                tx.send(commit=True) if self._reads is None else self._reads.commit(tx)
+                if self._reads is None:
+                    tx.send(commit=True)  # what waits and COMMIT: one round trip
+                else:  # the same, with the outbox watchers' read after the COMMIT (outbox_commit_read.py)
+                    self._reads.commit(tx)
             end(True)
         except Exception as exc:
             with contextlib.suppress(Exception):
