@@ -22,6 +22,7 @@ from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.tables import MsOutboxPosition
 from ggmodules.storage.outbox import OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
+from ggmodules.storage.outbox_commit_read import CommitReads
 from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.prepared import Tx
@@ -34,10 +35,10 @@ pytestmark = needs_postgres
 class Reader:
     """One watcher's reads of one database's outbox, as WatchOutbox makes them (its own kept connection)."""
 
-    def __init__(self, engine: Engine) -> None:
+    def __init__(self, engine: Engine, reads: CommitReads | None = None) -> None:
         box = outbox()
         self.kept = KeptConnection(engine, autocommit=True)
-        self.feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), self.kept)
+        self.feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), self.kept, reads)
 
     def ahead(self, after: int) -> tuple[OutboxPage, Ahead | None]:
         return self.feed.read_ahead(after, 500)

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -20,44 +19,40 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from ggmodules.storage import pg_pipeline
 from ggmodules.storage.idempotency import RequestKey
-from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore import pg_write
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
-from ggmodules.storage.modulestore.tables import MsOutboxPosition
 from ggmodules.storage.outbox import OutboxPage
 from ggmodules.storage.outbox_commit_read import CommitReads
-from ggmodules.storage.outbox_numbering import NumberingFeed
-from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.usecases.modulestore import write as writing
 from ggmodules.usecases.modulestore.bind import bind
 from ggmodules.wire import modulestore as convert
 from tests.harness.backends import needs_postgres
 from tests.harness.modulestore import messages, new_run
+from tests.modulestore import test_outbox_ahead_pg as ahead_pg
 from tests.modulestore.test_group_commit import _plan
-from tests.modulestore.test_outbox_sequencing import _databases, outbox
+from tests.modulestore.test_outbox_ahead_pg import Reader
+from tests.modulestore.test_outbox_sequencing import outbox
 
 pytestmark = needs_postgres
+# test_outbox_ahead_pg's fixtures: a PostgreSQL database per call, and its readers' kept connections closed.
+databases, readers = ahead_pg.databases, ahead_pg.readers
 
 
 @pytest.fixture
-def engine(tmp_path: Path) -> Iterator[Engine]:
-    made = _databases("postgres", tmp_path)
-    yield next(made)()
-    next(made, None)  # drops it
+def engine(databases: Callable[[], Engine]) -> Engine:
+    return databases()
 
 
-class Watcher:
+class Watcher(Reader):
     """A caught-up watcher's feed, as WatchOutbox and ModuleStore's relay make it, taking the readings of
-    `reads`."""
+    `reads`; what it sent."""
 
     def __init__(self, engine: Engine, reads: CommitReads) -> None:
-        box = outbox()
-        self.kept = KeptConnection(engine, autocommit=True)
-        self.feed = NumberingFeed(box, OutboxPositions(box, MsOutboxPosition), self.kept, reads)
+        super().__init__(engine, reads)
         self.after = 0
         self.sent: list[event_pb2.Event] = []
 
-    def read(self) -> OutboxPage:
+    def read_itself(self) -> OutboxPage:
         """Its own read, as after a heartbeat or a commit that sent it nothing: what it sends, kept."""
         page, ahead = self.feed.read_ahead(self.after, 500)
         if ahead is not None:
@@ -87,14 +82,6 @@ def warm(engine: Engine, n: int) -> None:
             stack.enter_context(engine.connect()).execute(text("SELECT 1"))
 
 
-@pytest.fixture
-def watchers() -> Iterator[list[Watcher]]:
-    made: list[Watcher] = []
-    yield made
-    for w in made:
-        w.kept.close()
-
-
 def event(agent: str, text: str = "") -> event_pb2.Event:
     ev = event_pb2.Event(run_id="run-c", agent_id=agent, store_id="history-0")
     ev.write.op = text or "append"
@@ -102,8 +89,9 @@ def event(agent: str, text: str = "") -> event_pb2.Event:
 
 
 class Writer:
-    """A write transaction as a group commit runs it (storage/modulestore/group_commit.py `_commit`): deferred
-    statements, and COMMIT with the watchers' reading after it in the same round trip."""
+    """A write transaction as a group commit runs it (deferred statements), committed as
+    `CommitReads.commit` does, with the watchers' reading after the COMMIT in the same round trip; the
+    reading is handed to `CommitReads.taken` by the test, when it chooses."""
 
     def __init__(self, engine: Engine) -> None:
         self.conn: Connection = engine.connect().execution_options(isolation_level="AUTOCOMMIT")
@@ -127,7 +115,7 @@ class Writer:
 
 
 def test_r33_a_watcher_woken_by_a_group_commit_sends_the_write_from_the_commits_reading(
-    engine: Engine, watchers: list[Watcher]
+    engine: Engine, readers: list[Reader]
 ) -> None:
     """Through GroupCommit itself: each write's reading gives the watcher its events (no read of its own),
     with the stream seqs its own read would give, and the numbers stored as they were sent."""
@@ -135,12 +123,12 @@ def test_r33_a_watcher_woken_by_a_group_commit_sends_the_write_from_the_commits_
     try:
         assert repo.commit_reads is not None
         watcher = Watcher(engine, repo.commit_reads)
-        watchers.append(watcher)
+        readers.append(watcher)
         run, agent = new_run(), "coder-0"
         roster = repo.mutate(None, lambda unit: convert.bind_response(bind(unit, _plan(run, agent))),
                              svc.BindInstanceResponse).roster  # fmt: skip
         store = roster[0].store_id
-        watcher.read()  # caught up; the outbox's oids learnt
+        watcher.read_itself()  # caught up; the outbox's oids learnt
 
         def apply(i: int) -> Callable[[Any], svc.WriteResponse]:
             request = svc.WriteRequest(run_id=run, agent_id=agent, store_id=store,
@@ -166,7 +154,7 @@ def test_r33_a_watcher_woken_by_a_group_commit_sends_the_write_from_the_commits_
 
 
 def test_r33_a_reading_sent_before_the_watchers_own_read_is_not_taken_after_it(
-    engine: Engine, watchers: list[Watcher]
+    engine: Engine, readers: list[Reader]
 ) -> None:
     """A commit's reading that reaches the watcher only after the watcher read for itself (a worker thread
     slow to hand it over) is older than what the watcher knows. Taken, it would tell the outbox frontier that
@@ -175,36 +163,36 @@ def test_r33_a_reading_sent_before_the_watchers_own_read_is_not_taken_after_it(
     be sent."""
     reads = CommitReads(outbox().numbering_ahead, engine)  # type: ignore[arg-type]
     watcher = Watcher(engine, reads)
-    watchers.append(watcher)
+    readers.append(watcher)
     warm(engine, 4)  # the writers below reuse the pool's connections: no new one (see the next test)
     Writer(engine).append(event("a", "first")).commit()
-    watcher.read()  # caught up; the outbox's oids learnt
+    watcher.read_itself()  # caught up; the outbox's oids learnt
     with watcher.feed.waiting():
         asked, rows = Writer(engine).append(event("a", "second")).commit(reads)  # its reading, not yet handed
-    assert [e.write.op for e in watcher.read().events] == ["second"]
+    assert [e.write.op for e in watcher.read_itself().events] == ["second"]
     earlier = Writer(engine).append(event("a", "third"))
     later = Writer(engine).append(event("a", "fourth"))
-    assert watcher.read().events == []  # its own read: two writers open
+    assert watcher.read_itself().events == []  # its own read: two writers open
     reads.taken(asked, rows)  # handed over late
     later.commit()
     assert watcher.woken() is None  # older than the watcher's own read: not taken
-    assert watcher.read().events == []  # the fourth waits behind the third's open writer
+    assert watcher.read_itself().events == []  # the fourth waits behind the third's open writer
     earlier.commit()
-    watcher.read()
+    watcher.read_itself()
     assert [e.write.op for e in watcher.sent] == ["first", "second", "third", "fourth"]
     assert [e.stream_seq for e in watcher.sent] == [1, 2, 3, 4]
 
 
 def test_a_reading_sent_before_the_engine_made_a_connection_is_not_taken(
-    engine: Engine, watchers: list[Watcher]
+    engine: Engine, readers: list[Reader]
 ) -> None:
     """A new connection may be the first after a server crash, which can hand out again numbers the frontier
     counted final (storage/outbox_frontier.py): a reading from before it is not taken; the watcher reads
     itself, and gets the same events."""
     reads = CommitReads(outbox().numbering_ahead, engine)  # type: ignore[arg-type]
     watcher = Watcher(engine, reads)
-    watchers.append(watcher)
-    watcher.read()
+    readers.append(watcher)
+    watcher.read_itself()
     with watcher.feed.waiting():
         asked, rows = Writer(engine).append(event("a", "one")).commit(reads)
     reads.taken(asked, rows)
@@ -212,7 +200,7 @@ def test_a_reading_sent_before_the_engine_made_a_connection_is_not_taken(
         first.execute(text("SELECT 1"))
         second.execute(text("SELECT 1"))
     assert watcher.woken() is None
-    assert [e.write.op for e in watcher.read().events] == ["one"]
+    assert [e.write.op for e in watcher.read_itself().events] == ["one"]
     with watcher.feed.waiting():
         asked, rows = Writer(engine).append(event("a", "two")).commit(reads)
     reads.taken(asked, rows)
@@ -221,13 +209,13 @@ def test_a_reading_sent_before_the_engine_made_a_connection_is_not_taken(
 
 
 def test_nothing_is_read_for_watchers_when_none_waits_caught_up(
-    engine: Engine, watchers: list[Watcher]
+    engine: Engine, readers: list[Reader]
 ) -> None:
     """A write pays for the watchers' read only when one waits for it."""
     reads = CommitReads(outbox().numbering_ahead, engine)  # type: ignore[arg-type]
     watcher = Watcher(engine, reads)
-    watchers.append(watcher)
-    watcher.read()
+    readers.append(watcher)
+    watcher.read_itself()
     assert Writer(engine).append(event("a")).commit(reads) is None
     with watcher.feed.waiting():
         assert Writer(engine).append(event("a")).commit(reads) is not None

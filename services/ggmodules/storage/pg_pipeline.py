@@ -237,7 +237,7 @@ def _queue(
         sent.append(("run", name, None))
 
 
-def _communicate(pg: Any, syncs: int = 1) -> list[list[Any]]:
+def _communicate(pg: Any, syncs: int) -> list[list[Any]]:
     """Sends what is buffered and reads every command's result up to each of the pipeline's `syncs` syncs:
     per sync, one result per command (its last), in order."""
     fd = pg.socket
@@ -267,7 +267,7 @@ def _communicate(pg: Any, syncs: int = 1) -> list[list[Any]]:
 
 
 
-def _drain(pg: Any, synced: int = 0) -> None:
+def _drain(pg: Any, synced: int) -> None:
     """After a failure part way: what was queued is run to its end, then the pipeline left (a connection
     that fails here is broken; its next use says so). `synced`: the syncs queued before the failure; what
     follows the last of them is read up to a sync of its own."""
