@@ -219,7 +219,7 @@ def test_a_fan_out_record_read_while_another_reader_moved_the_position_is_read_i
     assert ahead is not None
     with watcher.kept.connection() as conn:
         tx = Tx(conn)
-        found, run_heads = tx.send([ahead.read_statement(tx), ahead.run_heads_statement(tx)])
+        found, run_heads = tx.send([ahead.read_statement(tx, 1 << 20), ahead.run_heads_statement(tx)])
         rows, heads = found.fetchall(), run_heads.fetchall()
     assert ahead.numbered(rows, 0, 500, 1 << 20, run_heads=heads) is not None
     moved = [(1, *head[1:]) for head in heads]  # the same heads, read once the position stood at 1

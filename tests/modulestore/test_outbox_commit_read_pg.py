@@ -239,3 +239,50 @@ def test_a_failing_statement_after_the_commit_fails_only_itself(engine: Engine) 
         assert rows[0].fetchall() == [(3,)] and then is not None and then[0].fetchall() == [(4,)]
     finally:
         raw.close()
+
+
+def sized(n: int, size: int) -> event_pb2.Event:
+    """An event named `big-<n>` of about `size` bytes."""
+    ev = event("a", f"big-{n}")
+    ev.write.delta.history.messages.add(role="user", content="x" * size)
+    return ev
+
+
+def test_r33_a_commits_reading_carries_at_most_a_pages_bytes_and_the_watcher_still_sends_every_row(
+    engine: Engine, readers: list[Reader]
+) -> None:
+    """Four rows of 600 KB committed at once: the reading that comes back with the COMMIT carries the rows
+    while what precedes each fits a page (1 MiB), then the first row past it without its payload; not all
+    2.4 MB (a write's answer would wait for every payload after its COMMIT). The watcher sends all four, in
+    order, numbered 1 to 4."""
+    reads = CommitReads(outbox().numbering_ahead, engine)  # type: ignore[arg-type]
+    watcher = Watcher(engine, reads)
+    readers.append(watcher)
+    watcher.read_itself()
+    with watcher.feed.waiting():
+        asked, rows = Writer(engine).append(*(sized(n, 600_000) for n in range(4))).commit(reads)
+    reads.taken(asked, rows)
+    reading = reads.since(0)
+    assert reading is not None
+    assert [payload is not None for *_, payload, _ in reading.found] == [True, True, False]
+    page = watcher.woken()
+    assert page is not None and [e.write.op for e in page.events] == ["big-0"] and page.more
+    for _ in range(4):
+        watcher.read_itself()
+    assert [(e.write.op, e.stream_seq) for e in watcher.sent] == [(f"big-{n}", n + 1) for n in range(4)]
+
+
+def test_r33_one_row_larger_than_a_page_then_more_rows_says_there_is_more(
+    engine: Engine, readers: list[Reader]
+) -> None:
+    """The first row alone passes the byte bound: the rows after it are left out of the read, and the page
+    must say more follow, or the watcher would wait for the next commit (or its heartbeat) to send them."""
+    reads = CommitReads(outbox().numbering_ahead, engine)  # type: ignore[arg-type]
+    watcher = Watcher(engine, reads)
+    readers.append(watcher)
+    watcher.read_itself()
+    Writer(engine).append(sized(0, 1_500_000), sized(1, 10), sized(2, 10)).commit()
+    page = watcher.read_itself()
+    assert [e.write.op for e in page.events] == ["big-0"] and page.more
+    watcher.read_itself()
+    assert [(e.write.op, e.stream_seq) for e in watcher.sent] == [(f"big-{n}", n + 1) for n in range(3)]

@@ -35,7 +35,7 @@ from sqlalchemy import Table, bindparam, text, update
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
-from ggmodules.storage.fan_out import is_fan_out
+from ggmodules.storage.fan_out import EVENT_OVERHEAD, is_fan_out
 from ggmodules.storage.outbox_sequencing import BATCH, SEQUENCED_THROUGH, assign, parse
 from ggmodules.storage.prepared import Prepared, Tx
 
@@ -77,6 +77,29 @@ class NumberingAhead:
                 f"SELECT origin_seq, run_id, agent_id, payload FROM {rows.name} "
                 f"WHERE origin_seq > (SELECT value FROM {positions.name} {where}) "
                 f"ORDER BY origin_seq LIMIT {BATCH}) r ON 1 = 1 "
+                f"LEFT JOIN {heads.name} h ON h.run_id = r.run_id AND h.agent_id = r.agent_id "
+                f"WHERE p.name = '{SEQUENCED_THROUGH}' ORDER BY r.origin_seq"
+            )
+        )
+        # PostgreSQL: the same, its rows bounded as a page is (`max_bytes`, sizes counted as outbox.py's page
+        # read counts them): the rows while what comes before each fits, then the first row past the bound
+        # without its payload (it says rows were left out). The rows of a caught-up read reach the service
+        # on a write's way (storage/outbox_commit_read.py): up to BATCH payloads of any size, unbounded, would
+        # make a write's answer wait for them all.
+        size = f"(length(payload) + {EVENT_OVERHEAD})"
+        self._read_bounded = Prepared(
+            text(
+                f"SELECT p.value, (SELECT value FROM {positions.name} WHERE name = '{_PRUNED_THROUGH}'), "
+                f"(SELECT max(origin_seq) FROM {rows.name}), "
+                "r.origin_seq, r.run_id, r.agent_id, r.payload, h.seq "
+                f"FROM {positions.name} p LEFT JOIN ("
+                "SELECT origin_seq, run_id, agent_id, CASE WHEN past = 0 THEN payload END AS payload FROM ("
+                "SELECT *, count(*) FILTER (WHERE before > :max_bytes) OVER (ORDER BY origin_seq) AS past "
+                "FROM ("
+                f"SELECT *, sum{size} OVER (ORDER BY origin_seq) - {size} AS before FROM ("
+                f"SELECT origin_seq, run_id, agent_id, payload FROM {rows.name} "
+                f"WHERE origin_seq > (SELECT value FROM {positions.name} {where}) "
+                f"ORDER BY origin_seq LIMIT {BATCH}) s) b) c WHERE past <= 1) r ON 1 = 1 "
                 f"LEFT JOIN {heads.name} h ON h.run_id = r.run_id AND h.agent_id = r.agent_id "
                 f"WHERE p.name = '{SEQUENCED_THROUGH}' ORDER BY r.origin_seq"
             )
@@ -141,9 +164,10 @@ class NumberingAhead:
             return None
         return self.numbered(self._read.all(tx, {}), after, limit, max_bytes)
 
-    def read_statement(self, tx: Tx) -> tuple[str, Any]:
-        """PostgreSQL: `ahead`'s statement, for `Tx.send` after the frontier's (its rows go to `numbered`)."""
-        return self._read.bound(tx, {})
+    def read_statement(self, tx: Tx, max_bytes: int) -> tuple[str, Any]:
+        """PostgreSQL: `ahead`'s statement, its rows bounded by `max_bytes` as a page is, for `Tx.send` after
+        the frontier's (its rows go to `numbered`)."""
+        return self._read_bounded.bound(tx, {"max_bytes": max_bytes})
 
     def run_heads_statement(self, tx: Tx) -> tuple[str, Any]:
         """PostgreSQL: the position and the heads of every stream of the runs of the rows after it, for
@@ -177,7 +201,11 @@ class NumberingAhead:
             if not run_heads or int(run_heads[0][0]) != position:  # another reader numbered in between
                 return None
             known = {(str(r), str(a)): int(h) for _, r, a, h in run_heads if r is not None}
-        rows: list[tuple[object, ...]] = [(k, r, a, p) for _, _, _, k, r, a, p, _ in found if k is not None]
+        rows: list[tuple[object, ...]] = [
+            (k, r, a, p) for _, _, _, k, r, a, p, _ in found if k is not None and p is not None
+        ]
+        # PostgreSQL: a row without its payload says the read left rows out past its byte bound.
+        left_out = any(k is not None and p is None for _, _, _, k, _, _, p, _ in found)
         read = len(rows)
         if final is not None:
             rows = [row for row in rows if int(row[0]) <= final]  # type: ignore[call-overload]
@@ -186,7 +214,8 @@ class NumberingAhead:
         params = assign(parsed, counts, last)
         events, cut = fan_out.page([(p["k"], p["p"]) for p in params], after, limit, max_bytes)
         through = int(params[-1]["k"]) if params else position
-        more = cut or len(parsed) < len(rows) or read == len(rows) == BATCH  # not rows held by the frontier
+        # Not counting rows held by the frontier.
+        more = cut or left_out or len(parsed) < len(rows) or read == len(rows) == BATCH
         return Ahead(events, newest, pruned, more, position, through, params, last)
 
     def keep_statement(self, tx: Tx, ahead: Ahead) -> tuple[str, Any]:

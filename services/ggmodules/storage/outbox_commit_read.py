@@ -36,6 +36,7 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from ggmodules.storage.outbox import MAX_BATCH_BYTES
 from ggmodules.storage.outbox_ahead import NumberingAhead
 from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, connections_made
 from ggmodules.storage.prepared import Prepared, Tx
@@ -97,7 +98,7 @@ class CommitReads:
         if self.waiting <= 0 or oids is None:
             return None
         made = connections_made(self.engine)
-        statements = [self._drawn.bound(tx, oids), self._ahead.read_statement(tx)]
+        statements = [self._drawn.bound(tx, oids), self._ahead.read_statement(tx, MAX_BATCH_BYTES)]
         return Asked(self.tick(), made, statements)
 
     def taken(self, asked: Asked, rows: list[Any] | None) -> None:

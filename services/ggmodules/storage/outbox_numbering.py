@@ -155,7 +155,7 @@ class NumberingFeed:
         oids = self._learnt(conn)
         tx = Tx(conn)  # no BEGIN: each statement on its own snapshot, the rows' taken after the frontier's
         try:
-            drawn, read = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx)])
+            drawn, read = tx.send([self._drawn.bound(tx, oids), self._ahead.read_statement(tx, max_bytes)])
             self._came_back()
             found, heads = read.fetchall(), None
             if self._ahead.has_fan_out(found):  # its holders' heads: a round trip of its own
