@@ -66,6 +66,8 @@ def test_sigterm_stops_gracefully_and_logs_it(modulestore_process: ServiceProces
         (("--event-log", "nats://127.0.0.1:4222?duplicate_window=soon"),
          "duplicate_window='soon' in the event log's URL: give seconds, more than 0"),
         (("--trace", "jaeger"), "--trace 'jaeger': use one of console, otlp (or leave it unset)"),
+        (("--port", "70000"),
+         "--port (GGMODULES_PORT) is '70000': give a whole number at least 0 and at most 65535"),
     ],
 )  # fmt: skip
 def test_a_refused_setting_ends_the_service_with_one_line_naming_it(
@@ -81,6 +83,47 @@ def test_a_refused_setting_ends_the_service_with_one_line_naming_it(
     assert done.returncode == 1
     assert done.stderr.strip().splitlines()[-1] == f"ggmodules modulestore: {said}"
     assert "Traceback" not in done.stderr
+
+
+def test_a_database_that_does_not_answer_at_start_ends_the_service_with_one_line_without_its_password(
+    tmp_path: Path,
+) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "ggmodules.cli.main", "registry", "--port", "0",
+         "--database-url", "postgresql+psycopg://nobody:secret@127.0.0.1:1/ggm"],
+        capture_output=True, text=True, timeout=60, cwd=ROOT,
+    )  # fmt: skip
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("ggmodules registry: the database at postgresql+psycopg://nobody:***@127.0.0.1:1/ggm"
+                           " does not answer: ")  # fmt: skip
+    assert "Traceback" not in done.stderr and "secret" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("setting", "value", "said"),
+    [
+        ("port", "-1", "give a whole number at least 0 and at most 65535"),
+        ("port", "50051.5", "give a whole number at least 0 and at most 65535"),
+        ("metrics-port", "65536", "give a whole number at least 0 and at most 65535"),
+        ("grace-seconds", "-4", "give a number at least 0"),
+        ("grace-seconds", "nan", "give a number at least 0"),
+        ("pool-size", "0", "give a whole number at least 1"),
+        ("pool-max-overflow", "-1", "give a whole number at least 0"),
+        ("lease-seconds", "0", "give a number more than 0"),
+        ("lease-scan-seconds", "inf", "give a number more than 0"),
+    ],
+)
+def test_a_number_out_of_its_range_is_refused_naming_its_flag_and_variable(
+    setting: str, value: str, said: str
+) -> None:
+    """A negative lease would have every replica take over every transfer at once; a scan every 0 s spins;
+    a pool of 0 serves nothing. Each was accepted as given."""
+    variable = "GGMODULES_" + setting.upper().replace("-", "_")
+    for argv, env in (([f"--{setting}", value], {}), ([], {variable: value})):
+        with pytest.raises(ValueError) as refused:
+            ServiceConfig.load("transfer", argv, env)
+        assert str(refused.value) == f"--{setting} ({variable}) is {value!r}: {said}"
 
 
 def test_config_precedence_is_flag_then_service_env_then_suite_env_then_default() -> None:

@@ -19,6 +19,8 @@ import sys
 from collections.abc import Callable, Sequence
 
 import structlog
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import OperationalError
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.runtime.logging import configure_logging
@@ -38,7 +40,10 @@ SERVICES = {
 def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | None = None) -> None:
     """Runs one service until SIGTERM. `build` replaces its module's `build_service` (a test launcher
     passes one with test-only hooks, e.g. tests/tools/crashing.py)."""
-    config = ServiceConfig.load(name, argv)
+    try:
+        config = ServiceConfig.load(name, argv)
+    except ValueError as err:  # a number out of its range, named with its flag
+        sys.exit(f"ggmodules {name}: {err}")
     configure_logging(config.log_level)
     log = structlog.get_logger().bind(service=name)
     if build is None:
@@ -53,6 +58,11 @@ def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | 
     except (SecurityConfigError, ValueError) as err:
         log.debug("configuration refused", exc_info=True)
         sys.exit(f"ggmodules {name}: {err}")
+    except OperationalError as err:  # the database did not answer the start's migration
+        log.debug("database unreachable at start", exc_info=True)
+        where = make_url(config.database_url).render_as_string(hide_password=True)
+        cause = str(err.orig or err).strip().splitlines()[0]
+        sys.exit(f"ggmodules {name}: the database at {where} does not answer: {cause}")
     install_client_tracing(provider)
     observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)
     try:

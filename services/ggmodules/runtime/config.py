@@ -1,6 +1,8 @@
 """Service configuration: a frozen dataclass read once from flags and environment, then passed in.
 
-Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING>`, then the default.
+Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING>`, then the default. A number
+out of its range (a port past 65535, a negative lease, a pool of none) is refused with a ValueError naming
+the flag and its variable, before anything starts.
 
 | setting | flag | default |
 |---|---|---|
@@ -33,8 +35,9 @@ Precedence: flag, then `GGMODULES_<SERVICE>_<SETTING>`, then `GGMODULES_<SETTING
 from __future__ import annotations
 
 import argparse
+import math
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 DEFAULT_PORTS = {"registry": 50051, "modulestore": 50052, "transfer": 50053, "telemetry": 50054}
@@ -120,10 +123,10 @@ class ServiceConfig:
         return cls(
             service=service,
             host=pick("HOST", "127.0.0.1"),
-            port=int(pick("PORT", str(DEFAULT_PORTS.get(service, 0)))),
+            port=int(_number("PORT", pick("PORT", str(DEFAULT_PORTS.get(service, 0))), int, 0, 65535)),
             database_url=pick("DATABASE_URL", f"sqlite:///var/{service}.db"),
             log_level=pick("LOG_LEVEL", "info"),
-            grace_seconds=float(pick("GRACE_SECONDS", "5")),
+            grace_seconds=_number("GRACE_SECONDS", pick("GRACE_SECONDS", "5"), float, 0),
             modulestore_address=pick("MODULESTORE_ADDRESS", cls.modulestore_address),
             registry_address=pick("REGISTRY_ADDRESS", cls.registry_address),
             transfer_address=pick("TRANSFER_ADDRESS", cls.transfer_address),
@@ -131,10 +134,12 @@ class ServiceConfig:
             event_log=pick("EVENT_LOG", ""),
             trace=_off(pick("TRACE", "")),
             metrics_port=_port(pick("METRICS_PORT", "")),
-            pool_size=int(pick("POOL_SIZE", "10")),
-            pool_max_overflow=int(pick("POOL_MAX_OVERFLOW", "10")),
-            lease_seconds=float(pick("LEASE_SECONDS", "10")),
-            lease_scan_seconds=float(pick("LEASE_SCAN_SECONDS", "1")),
+            pool_size=int(_number("POOL_SIZE", pick("POOL_SIZE", "10"), int, 1)),
+            pool_max_overflow=int(_number("POOL_MAX_OVERFLOW", pick("POOL_MAX_OVERFLOW", "10"), int, 0)),
+            lease_seconds=_number("LEASE_SECONDS", pick("LEASE_SECONDS", "10"), float, 0, above=True),
+            lease_scan_seconds=_number(
+                "LEASE_SCAN_SECONDS", pick("LEASE_SCAN_SECONDS", "1"), float, 0, above=True
+            ),
             insecure_dev=pick("INSECURE_DEV", "").lower() in ("1", "true", "yes", "on"),
             public_key_file=pick("PUBLIC_KEY_FILE", "var/auth/credentials.pub"),
             signing_key_file=pick("SIGNING_KEY_FILE", "var/auth/credentials.key"),
@@ -153,4 +158,37 @@ def _off(value: str) -> str:
 
 
 def _port(value: str) -> int | None:
-    return None if value.strip().lower() in ("", "off") else int(value)
+    if value.strip().lower() in ("", "off"):
+        return None
+    return int(_number("METRICS_PORT", value, int, 0, 65535))
+
+
+def _number(
+    setting: str,
+    text: str,
+    parse: Callable[[str], float],
+    least: float,
+    most: float | None = None,
+    *,
+    above: bool = False,
+) -> float:
+    """`text` read by `parse` (int or float), refused unless finite and at least `least` (more than it, with
+    `above`) and at most `most`: the error names the flag and its variable."""
+    try:
+        value: float | None = parse(text.strip())
+    except ValueError:
+        value = None
+    fits = (
+        value is not None
+        and math.isfinite(value)
+        and (value > least if above else value >= least)
+        and (most is None or value <= most)
+    )
+    if not fits or value is None:
+        kind = "a whole number" if parse is int else "a number"
+        bound = f"more than {least:g}" if above else f"at least {least:g}"
+        if most is not None:
+            bound += f" and at most {most:g}"
+        flag = "--" + setting.lower().replace("_", "-")
+        raise ValueError(f"{flag} (GGMODULES_{setting}) is {text!r}: give {kind} {bound}")
+    return value
