@@ -23,7 +23,7 @@ from ggmodules.storage.engine import make_engine
 from ggmodules.storage.migrations import migrate
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
-from tests.harness import BACKENDS, Suite, drop_database, new_database_url, status_of, stubs
+from tests.harness import BACKENDS, Suite, assert_refused, drop_database, new_database_url, status_of, stubs
 from tests.harness.modulestore import Stub, append, new_run, open_agent
 from tests.harness.registry import create_run, module, open_instance, profile, store_ids
 
@@ -57,6 +57,29 @@ def test_r47_watch_outbox_after_an_origin_seq_past_2_31_is_an_idle_stream(suite:
     finally:
         call.cancel()
     assert list(heartbeat.events) == [] and heartbeat.head_origin_seq == BEYOND
+
+
+def test_r47_a_negative_position_is_refused_naming_its_field(suite: Suite, modulestore: Stub) -> None:
+    """GetStore's after_seq and the outboxes' after_origin_seq had read a negative position as 0 (from the
+    start), while Telemetry's Subscribe refused a negative after_cursor: each is refused now, nothing read."""
+    agent = open_agent(modulestore, new_run(), "coder-0")
+    append(modulestore, agent, "one")
+    watch = {s: opb_grpc.OutboxServiceStub(suite.channel(getattr(suite, s).address)).WatchOutbox
+             for s in ("modulestore", "registry")}  # fmt: skip
+    before_start = opb.WatchOutboxRequest(after_origin_seq=-1)
+    reads = {
+        "GetStore": (lambda: modulestore.GetStore(svc.GetStoreRequest(
+            run_id=agent.run_id, store_id=agent[c.KIND_HISTORY], agent_id=agent.agent_id, after_seq=-1)),
+            "after_seq"),
+        "ReadOutbox": (lambda: modulestore.ReadOutbox(svc.ReadOutboxRequest(after_origin_seq=-5)),
+                       "after_origin_seq"),
+        **{f"WatchOutbox of {s}": (lambda w=w: next(w(before_start, timeout=30)), "after_origin_seq")
+           for s, w in watch.items()},
+    }  # fmt: skip
+    for name, (read, field) in reads.items():
+        refusal = assert_refused(read, grpc.StatusCode.INVALID_ARGUMENT, "INVALID_FIELD")
+        assert refusal.metadata.get("field") == field, name
+        assert f"{field} -" in refusal.message and "use 0 to read from the start" in refusal.message, name
 
 
 def test_r47_caps_past_2_31_are_kept(suite: Suite, modulestore: Stub) -> None:

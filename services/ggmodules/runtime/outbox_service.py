@@ -41,6 +41,7 @@ from sqlalchemy.engine import Connection, Engine
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.core.heartbeats import heartbeat_seconds
+from ggmodules.core.modules import pages
 from ggmodules.internal.v1 import outbox_service_pb2 as internal_pb
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.commits import CommitSignal
@@ -128,6 +129,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
         self, request: pb.WatchOutboxRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[pb.WatchOutboxResponse]:
         heartbeat = heartbeat_seconds(request.heartbeat_ms)
+        after = pages.after("after_origin_seq", request.after_origin_seq)
         relay = self.relay
         if relay is not None and _named_log(context) == relay.identity:
             # The follower stores into the log this origin publishes to itself: it is told how far that
@@ -135,7 +137,7 @@ class OutboxServicer(pb_grpc.OutboxServiceServicer):
             async for position in relay.positions(heartbeat):
                 yield position
             return
-        async for events, head in self.feed(max(request.after_origin_seq, 0), heartbeat):
+        async for events, head in self.feed(after, heartbeat):
             yield pb.WatchOutboxResponse(events=events, head_origin_seq=head)
 
     async def feed(

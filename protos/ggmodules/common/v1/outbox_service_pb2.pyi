@@ -32,7 +32,9 @@ class WatchOutboxRequest(_message.Message):
     AFTER_ORIGIN_SEQ_FIELD_NUMBER: _builtins.int
     HEARTBEAT_MS_FIELD_NUMBER: _builtins.int
     after_origin_seq: _builtins.int
-    """Exclusive: events after this origin_seq (0 = from the oldest the outbox holds)."""
+    """Exclusive: events after this origin_seq (0 = from the oldest the outbox holds; a negative one is
+    refused INVALID_ARGUMENT).
+    """
     heartbeat_ms: _builtins.int
     """How long an idle stream waits before a heartbeat: 0 = the service's default (1000), otherwise between
     50 and 60000 (INVALID_ARGUMENT outside them).

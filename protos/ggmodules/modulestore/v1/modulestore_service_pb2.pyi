@@ -804,7 +804,9 @@ class GetStoreRequest(_message.Message):
     agent_id: _builtins.str
     """The reader; must hold the store. Its own read set is shown for skills."""
     after_seq: _builtins.int
-    """History: messages after this seq; archive: threads after this thread id (0 = from the start)."""
+    """History: messages after this seq; archive: threads after this thread id (0 = from the start; a negative
+    one is refused INVALID_ARGUMENT).
+    """
     page_size: _builtins.int
     """At most this many messages or threads: 0 = the default page of 1,000, and never more than 1,000.
     A history's message_count tells whether more follow.
@@ -1308,7 +1310,9 @@ class ReadOutboxRequest(_message.Message):
     PAGE_SIZE_FIELD_NUMBER: _builtins.int
     RUN_ID_FIELD_NUMBER: _builtins.int
     after_origin_seq: _builtins.int
-    """Events with origin_seq greater than this."""
+    """Events with origin_seq greater than this (0 = from the oldest held; a negative one is refused
+    INVALID_ARGUMENT).
+    """
     page_size: _builtins.int
     """At most this many events (0 = 100; at most 1000) and at most 1 MiB of them, unless the first alone is
     larger: read on after the last origin_seq until a page comes back empty.

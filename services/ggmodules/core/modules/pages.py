@@ -1,6 +1,8 @@
 """How much one ModuleStore read answers. `page_size` 0 asks for the default page, never for everything;
 a larger page_size than the maximum gets the maximum; a negative one is refused INVALID_ARGUMENT
-(INVALID_FIELD, `field` page_size), as Registry's lists refuse it (core/registry/paging.py).
+(INVALID_FIELD, `field` page_size), as Registry's lists refuse it (core/registry/paging.py). A position to
+read after (GetStore's after_seq, ReadOutbox's and WatchOutbox's after_origin_seq) is 0 or more, as
+Telemetry's after_cursor is (core/telemetry/streams.py): a negative one is refused the same way (`after`).
 
 | read | what is paged | default | maximum |
 |---|---|---|---|
@@ -33,6 +35,17 @@ class Page:
                 violations=[("page_size", "negative")],
             )
         return min(requested, self.maximum) if requested > 0 else self.default
+
+
+def after(field: str, position: int) -> int:
+    """`position` (exclusive; 0 = from the start), refused when negative."""
+    if position < 0:
+        raise InvalidArgument(
+            f"{field} {position} is negative; use 0 to read from the start",
+            metadata={"field": field},
+            violations=[(field, "must be >= 0")],
+        )
+    return position
 
 
 STORE_CONTENTS = Page(1000, 1000)

@@ -132,7 +132,7 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
             request.run_id,
             request.store_id,
             request.agent_id,
-            max(request.after_seq, 0),
+            pages.after("after_seq", request.after_seq),
             pages.STORE_CONTENTS.size(request.page_size),
         )
         return convert.store_response(view)
@@ -197,6 +197,6 @@ class ModuleStoreServicer(svc_grpc.ModuleStoreServiceServicer):
     ) -> svc.ReadOutboxResponse:
         check_name("run_id", request.run_id, required=False)
         limit = pages.OUTBOX.size(request.page_size)
-        after = max(request.after_origin_seq, 0)
+        after = pages.after("after_origin_seq", request.after_origin_seq)
         page = await self._run(self._repo.read_outbox, after, limit, request.run_id)
         return svc.ReadOutboxResponse(events=page.events, head_origin_seq=page.head)

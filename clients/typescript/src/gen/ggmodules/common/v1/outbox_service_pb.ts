@@ -21,7 +21,8 @@ export const file_ggmodules_common_v1_outbox_service: GenFile = /*@__PURE__*/
  */
 export type WatchOutboxRequest = Message<"ggmodules.common.v1.WatchOutboxRequest"> & {
   /**
-   * Exclusive: events after this origin_seq (0 = from the oldest the outbox holds).
+   * Exclusive: events after this origin_seq (0 = from the oldest the outbox holds; a negative one is
+   * refused INVALID_ARGUMENT).
    *
    * @generated from field: int64 after_origin_seq = 1;
    */

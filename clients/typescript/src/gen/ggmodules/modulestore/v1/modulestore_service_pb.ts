@@ -917,7 +917,8 @@ export type GetStoreRequest = Message<"ggmodules.modulestore.v1.GetStoreRequest"
   agentId: string;
 
   /**
-   * History: messages after this seq; archive: threads after this thread id (0 = from the start).
+   * History: messages after this seq; archive: threads after this thread id (0 = from the start; a negative
+   * one is refused INVALID_ARGUMENT).
    *
    * @generated from field: int64 after_seq = 4;
    */
@@ -1467,7 +1468,8 @@ export const HandoverResponseSchema: GenMessage<HandoverResponse> = /*@__PURE__*
  */
 export type ReadOutboxRequest = Message<"ggmodules.modulestore.v1.ReadOutboxRequest"> & {
   /**
-   * Events with origin_seq greater than this.
+   * Events with origin_seq greater than this (0 = from the oldest held; a negative one is refused
+   * INVALID_ARGUMENT).
    *
    * @generated from field: int64 after_origin_seq = 1;
    */
