@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import text
 
 from ggmodules.common.v1 import event_pb2
+from ggmodules.storage import outbox_sequencing
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
@@ -155,3 +156,29 @@ def test_pruning_never_removes_rows_whose_stream_seqs_are_not_stored(
     write(repo, ["a"])
     page = read(repo, 4)
     assert [(e.origin_seq, e.stream_seq) for e in page.events] == [(5, 5)]
+
+
+def test_a_caught_up_read_of_large_events_numbers_a_few_megabytes_of_them(
+    twins: tuple[ModuleStoreRepository, ModuleStoreRepository],
+) -> None:
+    """Ten 1 MiB events after the position: the read ahead fetches and numbers the payloads while MAX_BYTES of
+    them come before (it had fetched and numbered all ten, 10 MiB, on the event loop), says more, and the
+    reads after it number the rest, 1-10 in order."""
+    repo, _ = twins
+    for i in range(10):
+        ev = event_pb2.Event(run_id="run-a", agent_id="a", store_id="history-0")
+        ev.write.op = f"{i}".ljust(1024 * 1024, "x")
+        with repo.transactions.begin_tx() as tx:
+            repo.outbox.append_all(tx, [ev])
+    page, numbered = ahead(repo, 0)
+    assert 1 <= len(numbered.params) <= outbox_sequencing.MAX_BYTES // (1024 * 1024) + 1 and page.more
+    repo.keep(numbered)
+    sent = [(e.origin_seq, e.stream_seq, e.write.op[:1]) for e in page.events]
+    while len(sent) < 10:  # as WatchOutbox goes on: read ahead where it applies, else in a transaction
+        after = sent[-1][0]
+        got = repo.read_ahead(after, 500)
+        if got is not None:
+            repo.keep(got[1])
+        page = read(repo, after) if got is None else got[0]
+        sent += [(e.origin_seq, e.stream_seq, e.write.op[:1]) for e in page.events]
+    assert sent == [(i + 1, i + 1, str(i)) for i in range(10)]

@@ -255,3 +255,41 @@ def test_the_pipelined_read_serves_on_after_its_connection_was_killed(
     finally:
         kept.close()
     assert [(e.origin_seq, e.stream_seq) for e in read_all(engine)] == [(1, 1), (2, 2)]
+
+
+def test_a_backlog_of_large_events_is_numbered_a_few_megabytes_a_pass(
+    databases: Callable[[], Engine], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ten 1 MiB events waiting: a pass reads and numbers the payloads while MAX_BYTES of them come before
+    (the rest are not fetched), not the whole batch of ten (10 MiB read and rewritten in one transaction);
+    every event still comes out once, numbered 1-10. PostgreSQL: by the transaction read and the pipelined
+    one alike."""
+    big = 1024 * 1024
+    handed: list[list[int]] = []  # each pass: the sizes of the payloads it was given
+    real = outbox_sequencing.parse
+
+    def spied(rows: list[tuple[object, ...]]) -> object:
+        handed.append([len(bytes(p)) for _, _, _, p in rows if p is not None])  # type: ignore[call-overload]
+        return real(rows)
+
+    monkeypatch.setattr(outbox_sequencing, "parse", spied)
+    engine = databases()
+    readers = [read_all]
+    if engine.dialect.name == "postgresql":
+        readers.append(read_all_pipelined)
+    for read in readers:
+        engine = databases()
+        box = outbox()
+        for i in range(10):
+            ev = event_pb2.Event(run_id="run-s", agent_id="a-0")
+            ev.write.op = f"{i}".ljust(big, "x")
+            with engine.begin() as conn:
+                box.append_all(conn, [ev])
+        handed.clear()
+        events = read(engine)
+        assert [(e.origin_seq, e.stream_seq, e.write.op[:1]) for e in events] == [
+            (i + 1, i + 1, str(i)) for i in range(10)
+        ], read.__name__
+        assert len(handed) >= 3 and sum(map(len, handed)) == 10, (read.__name__, handed)
+        for sizes in handed:
+            assert sum(sizes[:-1]) < outbox_sequencing.MAX_BYTES, (read.__name__, handed)

@@ -36,7 +36,7 @@ from sqlalchemy import Table, bindparam, text, update
 from ggmodules.common.v1 import event_pb2
 from ggmodules.storage import fan_out
 from ggmodules.storage.fan_out import EVENT_OVERHEAD, is_fan_out
-from ggmodules.storage.outbox_sequencing import BATCH, SEQUENCED_THROUGH, assign, parse
+from ggmodules.storage.outbox_sequencing import BATCH, MAX_BYTES, SEQUENCED_THROUGH, assign, parse
 from ggmodules.storage.prepared import Prepared, Tx
 
 # outbox_pruning.PRUNED_THROUGH, in the same positions table (that module imports the outbox, which imports
@@ -66,7 +66,8 @@ class NumberingAhead:
 
     def __init__(self, rows: Table, positions: Table, heads: Table) -> None:
         # The position, the pruning point and the newest key, with the rows after the position and the head
-        # of each one's stream: one statement, one snapshot.
+        # of each one's stream: one statement, one snapshot. The payloads past what one pass numbers are left
+        # out (outbox_sequencing.MAX_BYTES, as its `bounded` leaves them out).
         where = f"WHERE name = '{SEQUENCED_THROUGH}'"
         self._read = Prepared(
             text(
@@ -74,9 +75,12 @@ class NumberingAhead:
                 f"(SELECT max(origin_seq) FROM {rows.name}), "
                 "r.origin_seq, r.run_id, r.agent_id, r.payload, h.seq "
                 f"FROM {positions.name} p LEFT JOIN ("
+                "SELECT origin_seq, run_id, agent_id, CASE WHEN "
+                f"sum(length(payload)) OVER (ORDER BY origin_seq) - length(payload) < {MAX_BYTES} "
+                "THEN payload END AS payload FROM ("
                 f"SELECT origin_seq, run_id, agent_id, payload FROM {rows.name} "
                 f"WHERE origin_seq > (SELECT value FROM {positions.name} {where}) "
-                f"ORDER BY origin_seq LIMIT {BATCH}) r ON 1 = 1 "
+                f"ORDER BY origin_seq LIMIT {BATCH}) s) r ON 1 = 1 "
                 f"LEFT JOIN {heads.name} h ON h.run_id = r.run_id AND h.agent_id = r.agent_id "
                 f"WHERE p.name = '{SEQUENCED_THROUGH}' ORDER BY r.origin_seq"
             )
@@ -204,7 +208,7 @@ class NumberingAhead:
         rows: list[tuple[object, ...]] = [
             (k, r, a, p) for _, _, _, k, r, a, p, _ in found if k is not None and p is not None
         ]
-        # PostgreSQL: a row without its payload says the read left rows out past its byte bound.
+        # A row without its payload says the read left rows out past its byte bound.
         left_out = any(k is not None and p is None for _, _, _, k, _, _, p, _ in found)
         read = len(rows)
         if final is not None:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sqlalchemy import Table, bindparam, func, select, text, update
+from sqlalchemy import Select, Table, bindparam, case, func, literal_column, select, text, update
 from sqlalchemy.engine import Connection
 
 from ggmodules.common.v1 import event_pb2
@@ -50,10 +50,13 @@ _FINAL_NOW = text(
     "  AS drawn OFFSET 0"
     ") d"
 )
-# Rows numbered in one pass, at most, and events (a fan-out row stands for one event per holder): a pass is
-# one short transaction (on SQLite it runs on the event loop).
+# Rows numbered in one pass, at most, and events (a fan-out row stands for one event per holder), and bytes
+# of payload (the first row whatever its size): a pass is one short transaction (on SQLite it runs on the
+# event loop) that reads and rewrites every payload it numbers. Without the byte bound a backlog of large
+# events (a 2 MiB write is a 2 MiB event) made one pass read and rewrite up to BATCH of them, a gigabyte.
 BATCH = 500
 MAX_EVENTS = 8192
+MAX_BYTES = 4 * 1024 * 1024
 
 Streams = Counter[tuple[str, str]]
 
@@ -90,10 +93,12 @@ class Sequencer:
         self._raise = Prepared(update(positions).where(key).values(value=bindparam("v")))
         self._largest = Prepared(select(func.coalesce(func.max(rows.c.origin_seq), 0)))
         self._rows = Prepared(
-            select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
-            .where(rows.c.origin_seq > bindparam("after"), rows.c.origin_seq <= bindparam("through"))
-            .order_by(rows.c.origin_seq)
-            .limit(BATCH)
+            bounded(
+                select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
+                .where(rows.c.origin_seq > bindparam("after"), rows.c.origin_seq <= bindparam("through"))
+                .order_by(rows.c.origin_seq)
+                .limit(BATCH)
+            )
         )
         self._set = Prepared(
             update(rows)
@@ -103,10 +108,12 @@ class Sequencer:
         # PostgreSQL, sent with the position's FOR UPDATE (storage/outbox_numbering.py): the rows after the
         # position, read on a snapshot taken once the lock is held.
         self._after_position = Prepared(
-            select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
-            .where(rows.c.origin_seq > select(positions.c.value).where(key).scalar_subquery())
-            .order_by(rows.c.origin_seq)
-            .limit(BATCH)
+            bounded(
+                select(rows.c.origin_seq, rows.c.run_id, rows.c.agent_id, rows.c.payload)
+                .where(rows.c.origin_seq > select(positions.c.value).where(key).scalar_subquery())
+                .order_by(rows.c.origin_seq)
+                .limit(BATCH)
+            )
         )
         self.batch = BATCH
         self._read_position = Prepared(select(positions.c.value).where(key))
@@ -235,18 +242,31 @@ class Sequencer:
         return params
 
 
+def bounded(query: Select[Any]) -> Select[Any]:
+    """`query`'s rows (origin_seq, run_id, agent_id, payload; a batch, in order) with the payload of each row
+    that MAX_BYTES of payloads come before left out (NULL): what one pass numbers (`parse`) is read, the
+    rest waits for the next pass, and is not fetched."""
+    s = query.subquery()
+    size = func.length(s.c.payload)
+    before = func.sum(size).over(order_by=s.c.origin_seq) - size
+    payload = case((before < literal_column(str(MAX_BYTES)), s.c.payload)).label("payload")
+    return select(s.c.origin_seq, s.c.run_id, s.c.agent_id, payload).order_by(s.c.origin_seq)
+
+
 def parse(
     rows: list[tuple[object, ...]],
 ) -> tuple[list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]], Streams]:
-    """The first of `rows` (key, run_id, agent_id, payload), parsed, as many as make MAX_EVENTS events or at
-    least one row, and how many events each stream gets from them."""
+    """The first of `rows` (key, run_id, agent_id, payload), parsed, as many as make MAX_EVENTS events and
+    MAX_BYTES of payload, or at least one row, and up to the first row whose payload was left out (None:
+    `bounded`); how many events each stream gets from them."""
     parsed: list[tuple[int, str, event_pb2.Event | fan_out_pb2.FanOut]] = []
     counts: Streams = Counter()
-    events = 0
+    events = size = 0
     for key, run_id, agent_id, payload in rows:
-        if events >= MAX_EVENTS:
+        if payload is None or (parsed and (events >= MAX_EVENTS or size >= MAX_BYTES)):
             break
         data = bytes(payload)  # type: ignore[call-overload]
+        size += len(data)
         run = str(run_id)
         item: event_pb2.Event | fan_out_pb2.FanOut
         if is_fan_out(data):
