@@ -20,7 +20,7 @@ from ggmodules.internal.v1 import outbox_service_pb2_grpc as outbox_grpc
 from ggmodules.internal.v1 import registry_internal_service_pb2_grpc as reg_internal_grpc
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc as ms_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import KEEPALIVE_OPTIONS, MESSAGE_LIMITS
 from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as tel_grpc
 from ggmodules.transfer.v1 import transfer_service_pb2_grpc as tr_grpc
@@ -64,7 +64,7 @@ def open_channel(
 ) -> grpc.Channel:
     """A channel to a service of the suite carrying `credential` (AUTO, NONE, or a credential string);
     `options` beside the message limits (e.g. the round_robin service config for several replicas)."""
-    channel = grpc.insecure_channel(address, options=[*MESSAGE_LIMITS, *options])
+    channel = grpc.insecure_channel(address, options=[*MESSAGE_LIMITS, *KEEPALIVE_OPTIONS, *options])
     return grpc.intercept_channel(channel, _Credential(credential))
 
 
@@ -97,7 +97,8 @@ class _AioStreamCredential(_AioCredential, grpc.aio.UnaryStreamClientInterceptor
 def open_aio_channel(address: str, credential: str = AUTO) -> grpc.aio.Channel:
     """`open_channel` for asyncio (open it inside the loop that uses it)."""
     interceptors = [_AioUnaryCredential(credential), _AioStreamCredential(credential)]
-    return grpc.aio.insecure_channel(address, options=list(MESSAGE_LIMITS), interceptors=interceptors)
+    options = [*MESSAGE_LIMITS, *KEEPALIVE_OPTIONS]
+    return grpc.aio.insecure_channel(address, options=options, interceptors=interceptors)
 
 
 class Stubs:

@@ -112,6 +112,9 @@ def test_r48_an_open_transaction_holds_later_events_however_long_then_all_go_out
         earlier_tx = earlier.begin()
         earlier.execute(text("SELECT pg_current_xact_id()"))  # began first: the older transaction id
         slow_tx = slow.begin()
+        # A writer slower than the server lets a transaction wait with nothing sent (storage/engine.py
+        # IDLE_IN_TRANSACTION_MS, which ends a frozen replica's): as one busy on a long statement would be.
+        slow.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
         held = append(slow, run, "ghost-slow", "slow")
         # Drawn after `held` by the transaction that began before it, and committed while it is open.
         assert append(earlier, run, "ghost-earlier", "earlier") > held

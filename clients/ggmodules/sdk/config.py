@@ -10,7 +10,7 @@ from typing import Any
 
 import grpc
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS, SERVICE_CONFIG
+from ggmodules.runtime.channels import KEEPALIVE_OPTIONS, MESSAGE_LIMITS, SERVICE_CONFIG
 
 DEFAULT_REGISTRY = "127.0.0.1:50051"
 DEFAULT_MODULESTORE = "127.0.0.1:50052"
@@ -96,9 +96,10 @@ class ClientConfig:
     retry: RetryPolicy = field(default_factory=RetryPolicy.from_service_config)
     # Sent with every call, besides the `x-request-id` header the SDK adds.
     metadata: tuple[tuple[str, str], ...] = ()
-    # The services' own message-size limits, so a big window reads back whole (round_robin over replicas
-    # comes with the service config, sdk/channels.py).
-    channel_options: tuple[tuple[str, Any], ...] = MESSAGE_LIMITS
+    # The services' own message-size limits, so a big window reads back whole, and keepalive pings, so a
+    # replica that stops answering without closing its connection is left for another (runtime/channels.py;
+    # round_robin over replicas comes with the service config, sdk/channels.py).
+    channel_options: tuple[tuple[str, Any], ...] = (*MESSAGE_LIMITS, *KEEPALIVE_OPTIONS)
     # Sent on every call not made as an agent (agents' credentials come with the answers that open them).
     operator_credential: str = ""
     # TLS: the CA that signed the services' certificates (PEM); empty = plaintext. A client certificate and

@@ -311,7 +311,10 @@ export class GgClient {
       serviceConfigInterceptor(this.serviceConfig)];
     const connect = <T extends DescService>(service: T, address: string): Client<T> => {
       const baseUrl = `${ca ? "https" : "http"}://${address}`;
-      const sessionManager = new Http2SessionManager(baseUrl, undefined, ca ? { ca } : undefined);
+      // Pings as the Python channels send them (runtime/channels.py KEEPALIVE_*): a service that stops
+      // answering without closing the connection fails its calls UNAVAILABLE within 6 s, not at their deadline.
+      const pings = { pingIntervalMs: 4_000, pingTimeoutMs: 2_000, pingIdleConnection: true };
+      const sessionManager = new Http2SessionManager(baseUrl, pings, ca ? { ca } : undefined);
       this.sessions.push(sessionManager);
       return createClient(service, createGrpcTransport({ baseUrl, interceptors, sessionManager }));
     };

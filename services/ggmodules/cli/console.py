@@ -23,7 +23,7 @@ from rich.console import Console
 from rich.live import Live
 
 from ggmodules.cli.console_text import render
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import KEEPALIVE_OPTIONS, MESSAGE_LIMITS
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 from ggmodules.web.telemetry import (
@@ -81,7 +81,7 @@ def main(argv: Sequence[str]) -> int:
     address = telemetry_address(args.telemetry_address, os.environ)
     metadata = credential_metadata(token_of(args.token))
     console = Console(width=None if sys.stdout.isatty() else PIPE_WIDTH)
-    tls, options = tls_of(args.tls_ca_file), list(MESSAGE_LIMITS)
+    tls, options = tls_of(args.tls_ca_file), [*MESSAGE_LIMITS, *KEEPALIVE_OPTIONS]
     channel = (grpc.secure_channel(address, tls, options=options) if tls is not None
                else grpc.insecure_channel(address, options=options))
     with channel:

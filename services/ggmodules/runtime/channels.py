@@ -26,6 +26,37 @@ MESSAGE_LIMITS: tuple[tuple[str, int], ...] = (
     ("grpc.max_send_message_length", MAX_MESSAGE_BYTES),
 )
 
+# A replica that stops answering without closing its connections (a frozen process, a host that lost power,
+# a network partition) would otherwise keep every call sent to it waiting until its deadline, and keep being
+# chosen: its connection still looks open. Every channel of the suite pings each connection KEEPALIVE_MS
+# after it last heard from it and closes it when no answer comes within KEEPALIVE_TIMEOUT_MS: the calls on
+# it fail UNAVAILABLE, which the service config retries, on another replica (round_robin leaves out one
+# that is not connected). Measured with one of two ModuleStore replicas stopped (SIGSTOP): without this,
+# every other call waited out its 10 s deadline, for as long as the replica stayed stopped. 4 s + 2 s
+# leaves a call of the suite's default 10 s deadline time for its retry. Idle channels ping too, so a dead
+# replica is found before a call is sent to it. `ping_timeout_ms` too: a ping grpc sends of its own (to
+# size flow-control windows) is otherwise given a minute, and no keepalive ping goes out while it waits.
+# The servers admit pings this often (SERVER_KEEPALIVE_OPTIONS, runtime/server.py).
+KEEPALIVE_MS = 4_000
+KEEPALIVE_TIMEOUT_MS = 2_000
+KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_time_ms", KEEPALIVE_MS),
+    ("grpc.keepalive_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.http2.ping_timeout_ms", KEEPALIVE_TIMEOUT_MS),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.max_pings_without_data", 0),  # unlimited: an idle channel keeps checking
+)
+# A server's side of it: clients' pings are admitted every second, with or without calls (grpc's default
+# refuses more than one every 5 minutes and closes the connection of a client that pings more often), and
+# the server pings its clients in turn, so a stream to a client that vanished ends.
+SERVER_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_ping_interval_without_data_ms", 1_000),
+    ("grpc.keepalive_time_ms", 30_000),
+    ("grpc.keepalive_timeout_ms", 10_000),
+    ("grpc.http2.ping_timeout_ms", 10_000),
+)
+
 # Retries and default deadlines as data, one gRPC service config for every client of the suite (the services'
 # calls to each other, the Python SDK, the TypeScript client): UNAVAILABLE and ABORTED (contention; nothing
 # was applied) are retried by gRPC itself for every unary method, all of which are reads or carry a
@@ -52,6 +83,7 @@ def service_config_option(config: dict[str, Any] | None = None) -> tuple[str, st
 # a channel made afresh connects at once.
 SERVICE_CHANNEL_OPTIONS: tuple[tuple[str, int | str], ...] = (
     *MESSAGE_LIMITS,
+    *KEEPALIVE_OPTIONS,
     ("grpc.initial_reconnect_backoff_ms", 200),
     ("grpc.max_reconnect_backoff_ms", 2000),
     ("grpc.use_local_subchannel_pool", 1),

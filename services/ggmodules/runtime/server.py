@@ -19,14 +19,15 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 
-from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS
+from ggmodules.runtime.channels import MAX_MESSAGE_BYTES, MESSAGE_LIMITS, SERVER_KEEPALIVE_OPTIONS
 from ggmodules.runtime.health import HealthWatch
 from ggmodules.runtime.interceptors import CallInterceptor
 from ggmodules.runtime.observability import Metrics, Observe, server_interceptors
 from ggmodules.runtime.security import INSECURE, Security
 
-# The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server.
-SERVER_OPTIONS = [*MESSAGE_LIMITS, ("grpc.so_reuseport", 0)]
+# The suite's message-size limits (runtime/channels.py), the same on every channel opened to the server, and
+# its keepalive policy.
+SERVER_OPTIONS = [*MESSAGE_LIMITS, *SERVER_KEEPALIVE_OPTIONS, ("grpc.so_reuseport", 0)]
 
 
 @dataclass

@@ -19,6 +19,8 @@ from psycopg import sql
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
+from ggmodules.storage.engine import CONNECT_TIMEOUT_SECONDS, PG_KEEPALIVES
+
 
 class CommitSignal:
     def __init__(self) -> None:
@@ -117,7 +119,10 @@ class CommitListener:
         delay = 0.05
         while not self._stopping.is_set():
             try:
-                with psycopg.connect(self._dsn, autocommit=True) as conn:
+                # TCP keepalive as the engines' connections (storage/engine.py): a server host that vanished
+                # is noticed, and LISTEN made again on a fresh connection once it is back.
+                with psycopg.connect(self._dsn, autocommit=True, connect_timeout=CONNECT_TIMEOUT_SECONDS,
+                                     **PG_KEEPALIVES) as conn:
                     conn.execute(sql.SQL("LISTEN {}").format(sql.Identifier(self._channel)))
                     self.listening.set()
                     self._on_commit()  # whatever committed while nobody listened

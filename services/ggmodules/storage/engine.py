@@ -8,8 +8,10 @@ against its `max_connections`: `pool_capacity` says how many such replicas fit, 
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
+from weakref import WeakKeyDictionary
 
 from sqlalchemy import event, text
 from sqlalchemy.engine import Engine, make_url
@@ -17,6 +19,17 @@ from sqlmodel import create_engine
 
 # Seconds to wait for a PostgreSQL connection before calling the database unreachable (health, pools).
 CONNECT_TIMEOUT_SECONDS = 5
+# A transaction left open with nothing sent for this long is ended by the server, its locks released. Every
+# transaction of the suite sends its statements back to back (milliseconds); one that waits this long
+# belongs to a replica that stopped without closing its connection (a frozen process, a partitioned host),
+# and its row locks would stop every other replica's writes to those stores for as long as it stays so:
+# ModuleStore's group commit, waiting behind such a lock, holds up all of its replica's writes. Shorter than
+# the suite's default 10 s deadline, so the writes waiting behind it still answer in time.
+IDLE_IN_TRANSACTION_MS = 5_000
+# TCP keepalive on every PostgreSQL connection (libpq's): a server host that vanished is noticed after about
+# idle + interval x count seconds rather than the kernel's two hours.
+PG_KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
+                                 "keepalives_count": 3}
 
 
 def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine:
@@ -24,11 +37,48 @@ def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     connect_args: dict[str, Any] = {}
-    if parsed.get_driver_name() == "psycopg":
-        connect_args["connect_timeout"] = CONNECT_TIMEOUT_SECONDS
-    return create_engine(
+    psycopg = parsed.get_driver_name() == "psycopg"
+    if psycopg:
+        connect_args = {"connect_timeout": CONNECT_TIMEOUT_SECONDS, **PG_KEEPALIVES}
+    engine = create_engine(
         url, pool_size=pool_size, max_overflow=max_overflow, pool_pre_ping=True, connect_args=connect_args
     )
+    if psycopg:
+        # Set on each new connection rather than as a startup option: PgBouncer refuses startup options
+        # (README's "Running several replicas" says to set it on the role there). Both `connect` listeners
+        # are added here, before the engine makes any connection: SQLAlchemy runs an engine's listeners
+        # while iterating them, and one added as another thread connects fails that thread's connect.
+        connections_made(engine)
+
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            autocommit = dbapi_conn.autocommit
+            dbapi_conn.autocommit = True
+            try:
+                dbapi_conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+            finally:
+                dbapi_conn.autocommit = autocommit
+
+    return engine
+
+
+# Per engine, the count of the last DBAPI connection it made (a `connect` event listener).
+_CONNECTIONS_MADE: WeakKeyDictionary[Engine, list[int]] = WeakKeyDictionary()
+
+
+def connections_made(engine: Engine) -> int:
+    """How many connections `engine` has made since this was first asked of it (0 then): an engine made by
+    `make_engine` on PostgreSQL counts from its start; any other, from the first time it is asked."""
+    made = _CONNECTIONS_MADE.get(engine)
+    if made is None:
+        made = _CONNECTIONS_MADE[engine] = [0]
+        counter = itertools.count(1)  # next() on it is atomic under the GIL: pool threads connect at once
+
+        def connected(*_: object) -> None:
+            made[0] = next(counter)
+
+        event.listen(engine, "connect", connected)
+    return made[0]
 
 
 def pool_capacity(engine: Engine, pool_size: int, max_overflow: int) -> dict[str, int] | None:

@@ -36,9 +36,10 @@ from typing import Any
 
 from sqlalchemy.engine import Engine
 
+from ggmodules.storage.engine import connections_made
 from ggmodules.storage.outbox import MAX_BATCH_BYTES
 from ggmodules.storage.outbox_ahead import NumberingAhead
-from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, connections_made
+from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS
 from ggmodules.storage.prepared import Prepared, Tx
 
 

@@ -29,14 +29,13 @@ connection made for any other reason costs one read's worth of frontier, nothing
 
 from __future__ import annotations
 
-import itertools
 from collections import deque
 from dataclasses import dataclass, replace
-from weakref import WeakKeyDictionary
 
-from sqlalchemy import event, text
+from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
+from ggmodules.storage.engine import connections_made
 from ggmodules.storage.outbox import Outbox, OutboxPage
 
 # The last number drawn, then (a subquery correlated to it, so run after it) the transactions holding the
@@ -61,24 +60,6 @@ _OIDS = text(
 )
 # Barriers kept while writers are slow to end; past this the newest is replaced (which only delays).
 MAX_BARRIERS = 32
-
-
-# Per engine, the count of the last DBAPI connection it made (a `connect` event listener, added on first use).
-_CONNECTIONS_MADE: WeakKeyDictionary[Engine, list[int]] = WeakKeyDictionary()
-
-
-def connections_made(engine: Engine) -> int:
-    """How many connections `engine` has made since this was first asked of it (0 then)."""
-    made = _CONNECTIONS_MADE.get(engine)
-    if made is None:
-        made = _CONNECTIONS_MADE[engine] = [0]
-        counter = itertools.count(1)  # next() on it is atomic under the GIL: pool threads connect at once
-
-        def connected(*_: object) -> None:
-            made[0] = next(counter)
-
-        event.listen(engine, "connect", connected)
-    return made[0]
 
 
 @dataclass(frozen=True, slots=True)

@@ -57,11 +57,12 @@ from sqlalchemy.engine import Connection
 
 from ggmodules.storage import fan_out
 from ggmodules.storage.contention import DEFAULT, retrying
+from ggmodules.storage.engine import connections_made
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.outbox import MAX_BATCH_BYTES, Outbox, OutboxPage, page_statement
 from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_commit_read import CommitReads
-from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier, connections_made
+from ggmodules.storage.outbox_frontier import DRAWN_THEN_WRITERS, Frontier
 from ggmodules.storage.outbox_pipelined import bounds_statement
 from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, OutboxPositions
 from ggmodules.storage.outbox_sequencing import Sequencer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import grpc
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import KEEPALIVE_OPTIONS, MESSAGE_LIMITS
 from ggmodules.runtime.config import DEFAULT_PORTS
 from ggmodules.sdk.config import DEFAULT_CA_FILE, operator_credential_from
 from ggmodules.telemetry.v1 import telemetry_pb2 as tel
@@ -67,7 +67,7 @@ class TelemetryReader:
 
     def __init__(self, address: str, token: str = "", tls: grpc.ChannelCredentials | None = None) -> None:
         self.address = address
-        options = list(MESSAGE_LIMITS)
+        options = [*MESSAGE_LIMITS, *KEEPALIVE_OPTIONS]
         self._channel = (grpc.aio.secure_channel(address, tls, options=options) if tls is not None
                          else grpc.aio.insecure_channel(address, options=options))
         self._stub = pb_grpc.TelemetryServiceStub(self._channel)

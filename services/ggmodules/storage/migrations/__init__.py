@@ -74,6 +74,9 @@ def migrate(engine: Engine, service: str) -> str:
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": migration_lock_key(service)})
+            # A revision that rewrites data works between its statements (bytes_tel_0005 compresses a
+            # log): this transaction is not ended when it waits on Python (storage/engine.py).
+            conn.execute(text("SET LOCAL idle_in_transaction_session_timeout = 0"))
         found = _revision(conn, service)
         config = Config()
         config.set_main_option("script_location", str(HERE / service))
