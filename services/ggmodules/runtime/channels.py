@@ -31,12 +31,13 @@ MESSAGE_LIMITS: tuple[tuple[str, int], ...] = (
 # chosen: its connection still looks open. Every channel of the suite pings each connection KEEPALIVE_MS
 # after it last heard from it and closes it when no answer comes within KEEPALIVE_TIMEOUT_MS: the calls on
 # it fail UNAVAILABLE, which the service config retries, on another replica (round_robin leaves out one
-# that is not connected). Measured with one of two ModuleStore replicas stopped (SIGSTOP): without this,
-# every other call waited out its 10 s deadline, for as long as the replica stayed stopped. 4 s + 2 s
-# leaves a call of the suite's default 10 s deadline time for its retry. Idle channels ping too, so a dead
-# replica is found before a call is sent to it. `ping_timeout_ms` too: a ping grpc sends of its own (to
-# size flow-control windows) is otherwise given a minute, and no keepalive ping goes out while it waits.
-# The servers admit pings this often (SERVER_KEEPALIVE_OPTIONS, runtime/server.py).
+# that is not connected). `ping_timeout_ms` too: a ping grpc sends of its own (to size flow-control
+# windows) was otherwise given a minute, and no keepalive ping went out while it waited. Idle channels ping
+# too, so a dead replica is found before a call is sent to it. 4 s + 2 s leaves a call of the suite's
+# default 10 s deadline time for its retry. Measured with one of two ModuleStore replicas stopped
+# (SIGSTOP): without this, every other call waited out its deadline (DEADLINE_EXCEEDED after 8.3 s) for as
+# long as the replica stayed stopped; with it, a call in flight failed over after about 2 s and every later
+# call went to the live replica. The servers admit pings this often (SERVER_KEEPALIVE_OPTIONS).
 KEEPALIVE_MS = 4_000
 KEEPALIVE_TIMEOUT_MS = 2_000
 KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (

@@ -24,7 +24,9 @@ CONNECT_TIMEOUT_SECONDS = 5
 # belongs to a replica that stopped without closing its connection (a frozen process, a partitioned host),
 # and its row locks would stop every other replica's writes to those stores for as long as it stays so:
 # ModuleStore's group commit, waiting behind such a lock, holds up all of its replica's writes. Shorter than
-# the suite's default 10 s deadline, so the writes waiting behind it still answer in time.
+# the suite's default 10 s deadline, so the writes waiting behind it still answer in time, unless the
+# frozen replica's other sessions were queued for the same lock: each is granted it in turn and holds it as
+# long again (README's "Running several replicas"; a lock_timeout would end that queue).
 IDLE_IN_TRANSACTION_MS = 5_000
 # TCP keepalive on every PostgreSQL connection (libpq's): a server host that vanished is noticed after about
 # idle + interval x count seconds rather than the kernel's two hours.
