@@ -9,6 +9,7 @@ Other transactions are real second connections writing the service's own outbox 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -21,11 +22,13 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as pb
 from ggmodules.core.heartbeats import MIN_HEARTBEAT_MS
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
+from ggmodules.modulestore.v1 import modulestore_service_pb2 as msvc
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsStreamHead
 from ggmodules.storage.outbox import Outbox
+from ggmodules.storage.outbox_frontier import Frontier
 from ggmodules.storage.registry.tables import RegOutboxRow, RegStreamHeadRow
-from tests.harness import POSTGRES_ONLY, Subscription, Suite, is_write_of
+from tests.harness import POSTGRES_ONLY, Subscription, Suite, eventually, is_write_of, stubs
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
 
 # Heartbeats at MIN_HEARTBEAT_MS apart: 110 of them outlast the 5 s a hole used to be waited for.
@@ -142,9 +145,11 @@ def test_r48_a_rolled_back_transaction_holds_nobody_up_once_it_has_ended(
     feed = Feed(suite, run, start)
     with modulestore_db.connect() as doomed:
         doomed_tx = doomed.begin()
-        append(doomed, run, "ghost-doomed", "never")
-        suite.say(run, coder.agent_id, history, "after the rollback")
-        feed.holds_past(suite.outbox(run)[-1].origin_seq, 1)
+        doomed_seq = append(doomed, run, "ghost-doomed", "never")
+        suite.say(run, coder.agent_id, history, "after the rollback")  # drawn after it
+        # Not ReadOutbox for the newest origin_seq: it waits for `doomed` (up to 2 s, outbox_frontier.py
+        # `settled`), and the heartbeats sent meanwhile would be counted below.
+        feed.holds_past(doomed_seq + 1, 1)
         doomed_tx.rollback()
 
     got, heartbeats = feed.until("after the rollback")
@@ -171,3 +176,38 @@ def test_r33_an_open_transaction_on_another_database_of_the_server_holds_nothing
         registry_db.dispose()
     assert said(got) == ["not held"]
     assert heartbeats < PROMPT_HEARTBEATS
+
+
+def test_r48_read_outbox_right_after_a_write_waits_out_a_transaction_holding_the_outbox_then_has_it(
+    suite: Suite, modulestore_db: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ReadOutbox read only as far as the outbox was numbered whenever any transaction held its write lock
+    (a write in flight, a prune, a watcher storing numbers): an event committed before the read was left out,
+    and its empty page told the reader it had everything. Seen in make test under load. Now it waits for
+    the transactions that held the lock when it looked (storage/outbox_frontier.py `settled`), then reads
+    every event drawn before them."""
+    run, coder, history = agent(suite)
+    start = suite.outbox(run)[-1].origin_seq
+    saw_it_held = threading.Event()
+    advance = Frontier.advance
+
+    def noting(self: Frontier, conn: Connection) -> tuple[int, bool]:  # ModuleStore runs in this process
+        final, held = advance(self, conn)
+        if held:
+            saw_it_held.set()
+        return final, held
+
+    monkeypatch.setattr(Frontier, "advance", noting)
+    ms = stubs(suite.channel(suite.modulestore.address), "modulestore")
+    with modulestore_db.connect() as other:
+        tx = other.begin()
+        other.execute(text("LOCK TABLE ms_outbox IN ROW EXCLUSIVE MODE"))  # as a write or a prune holds it
+        suite.say(run, coder.agent_id, history, "committed")
+        got: list[msvc.ReadOutboxResponse] = []
+        reader = threading.Thread(target=lambda: got.append(
+            ms.ReadOutbox(msvc.ReadOutboxRequest(after_origin_seq=start, run_id=run), timeout=30)))
+        reader.start()
+        eventually(lambda: saw_it_held.is_set() or not reader.is_alive(), "ReadOutbox meeting the lock")
+        tx.commit()
+        reader.join(30)
+    assert said(list(got[0].events)) == ["committed"]

@@ -29,6 +29,7 @@ connection made for any other reason costs one read's worth of frontier, nothing
 
 from __future__ import annotations
 
+import time
 from collections import deque
 from dataclasses import dataclass, replace
 
@@ -72,9 +73,10 @@ class _Barrier:
 class Frontier:
     """One reader's frontier over one outbox table. Not shared between threads."""
 
-    def __init__(self, table: str) -> None:
+    def __init__(self, table: str, final: int = 0) -> None:
+        """`final`: a position known final already (what the outbox is numbered up to)."""
         self._table = table
-        self._final = 0
+        self._final = final
         self._barriers: deque[_Barrier] = deque()
         self._oids: dict[str, int] | None = None
         self._made: int | None = None
@@ -116,6 +118,30 @@ class Frontier:
                     self._barriers.pop()
                 self._barriers.append(_Barrier(drawn, writers))
         return self._final, drawn > self._final
+
+
+# A one-shot reader on PostgreSQL (ReadOutbox): how long it waits, at most, for the transactions that held
+# the outbox's write lock when it looked to end, polling every SETTLE_POLL_SECONDS. Healthy ones end in
+# milliseconds; one open longer (a frozen replica's, ended by the server after 5 s, storage/engine.py) only
+# delays what is drawn after it.
+SETTLE_SECONDS = 2.0
+SETTLE_POLL_SECONDS = 0.002
+
+
+def settled(conn: Connection, table: str, numbered: int) -> int:
+    """Every origin_seq up to the returned one is final: the newest number drawn, once every transaction that
+    held `table`'s write lock when it was drawn has ended; what is final by SETTLE_SECONDS otherwise, at
+    least `numbered` (how far the outbox is numbered: only final rows are). It had
+    been what the outbox was numbered up to whenever any transaction held that lock (a write in flight, a
+    prune, a watcher storing its numbers): an event committed before the read could be left out, an empty
+    page telling its reader it had every event there is."""
+    frontier = Frontier(table, numbered)
+    deadline = time.monotonic() + SETTLE_SECONDS
+    while True:
+        final, held = frontier.advance(conn)
+        if not held or time.monotonic() >= deadline:
+            return final
+        time.sleep(SETTLE_POLL_SECONDS)
 
 
 class OutboxFeed:
