@@ -37,11 +37,11 @@ class Page:
         return min(requested, self.maximum) if requested > 0 else self.default
 
 
-def after(field: str, position: int) -> int:
-    """`position` (exclusive; 0 = from the start), refused when negative."""
+def after(field: str, position: int, zero: str = "read from the start") -> int:
+    """`position` (exclusive; 0 = from the start, `zero` says so in the refusal), refused when negative."""
     if position < 0:
         raise InvalidArgument(
-            f"{field} {position} is negative; use 0 to read from the start",
+            f"{field} {position} is negative; use 0 to {zero}",
             metadata={"field": field},
             violations=[(field, "must be >= 0")],
         )

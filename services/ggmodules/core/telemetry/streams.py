@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ggmodules.core.errors import InvalidArgument, OutOfRange
+from ggmodules.core.modules import pages
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +34,7 @@ class StreamFilter:
 
 def start_position(after_cursor: int, pruned_through: int) -> int:
     """Where a new subscription starts reading (exclusive). 0 means from the oldest retained."""
-    if after_cursor < 0:
-        raise InvalidArgument(
-            f"after_cursor {after_cursor} is negative; use 0 for the oldest retained event",
-            metadata={"field": "after_cursor"},
-            violations=[("after_cursor", "must be >= 0")],
-        )
+    pages.after("after_cursor", after_cursor, "start from the oldest retained event")
     if after_cursor == 0:
         return pruned_through
     check_retained(after_cursor, pruned_through)
