@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -129,4 +130,71 @@ def test_a_transaction_a_frozen_replica_left_open_gives_up_its_locks(tmp_path: P
     finally:
         for engine in engines:
             engine.dispose()
+        drop_database(url)
+
+
+@needs_postgres
+def test_a_frozen_replicas_sessions_queued_for_one_store_do_not_hold_it_in_turn(tmp_path: Path) -> None:
+    """A frozen replica often has more than one session on one store: a transaction holding its row lock,
+    and others (its group commit, a single write) queued behind it. When the server ended the holder's
+    transaction, the next of those was granted the lock and, frozen too, held it for another
+    IDLE_IN_TRANSACTION_MS: the live replica's writes to that store waited through each in turn and missed
+    their deadlines. The services' sessions wait LOCK_TIMEOUT_MS at most for a lock: the queued session is
+    refused and holds nothing, and the live replica's write, retried, answers within the time the holder
+    alone takes to be ended (with a margin below a 2 x IDLE_IN_TRANSACTION_MS deadline)."""
+    url = new_database_url("postgres", "h9rep_queue", tmp_path)
+    started: list[ServiceProcess] = []
+    frozen_replica = make_engine(url)
+    release = threading.Event()
+    queued: list[BaseException | None] = []
+    try:
+        common = ("--database-url", url, "--log-level", "warning")
+        started.append(ServiceProcess("modulestore", *common))
+        started.append(ServiceProcess("registry", *common, "--modulestore-address", started[0].address))
+        with open_channel(started[1].address) as channel:
+            run = create_run(reg_grpc.RegistryServiceStub(channel), full_profile("planner"))
+        deadline = 1.6 * IDLE_IN_TRANSACTION_MS / 1000
+        config = replace(ClientConfig.from_env(), registry=started[1].address, modulestore=started[0].address,
+                         timeout=deadline)
+        with SdkClient(config=config) as gg:
+            agent = gg.open_instance(run.run_id, "planner")
+            agent.history.append("user", "before")
+            stores = {"run": run.run_id}
+            holder = frozen_replica.connect()
+            holder.begin()
+            holder.execute(text("SELECT store_id FROM ms_stores WHERE run_id = :run FOR UPDATE"), stores)
+
+            def queue_behind_the_holder() -> None:
+                with frozen_replica.connect() as conn:
+                    conn.begin()
+                    try:
+                        conn.execute(text("UPDATE ms_stores SET writes = writes WHERE run_id = :run"), stores)
+                        queued.append(None)  # granted: it keeps the lock, as a frozen replica would
+                        release.wait()
+                    except DBAPIError as exc:
+                        queued.append(exc)
+
+            behind = threading.Thread(target=queue_behind_the_holder, daemon=True)
+            behind.start()
+
+            def waiting_for_the_lock() -> bool:
+                with frozen_replica.connect() as conn:
+                    return bool(conn.execute(text(
+                        "SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' "
+                        "AND query LIKE 'UPDATE ms_stores%'")).scalar_one())
+
+            eventually(waiting_for_the_lock, "the second session queued behind the first", 10)
+            agent.history.append("user", "after")  # the live replica's write, within its deadline
+            said = [m.content for m in agent.history.contents().messages]
+            behind.join(timeout=IDLE_IN_TRANSACTION_MS / 1000 * 4)
+        assert said == ["before", "after"]
+        assert len(queued) == 1 and isinstance(queued[0], DBAPIError)
+        assert getattr(queued[0].orig, "sqlstate", None) == "55P03"  # lock_not_available: it held nothing
+        holder.invalidate()
+    finally:
+        release.set()
+        for p in started:
+            if p.proc.poll() is None:
+                p.kill()
+        frozen_replica.dispose()
         drop_database(url)

@@ -24,10 +24,16 @@ CONNECT_TIMEOUT_SECONDS = 5
 # belongs to a replica that stopped without closing its connection (a frozen process, a partitioned host),
 # and its row locks would stop every other replica's writes to those stores for as long as it stays so:
 # ModuleStore's group commit, waiting behind such a lock, holds up all of its replica's writes. Shorter than
-# the suite's default 10 s deadline, so the writes waiting behind it still answer in time, unless the
-# frozen replica's other sessions were queued for the same lock: each is granted it in turn and holds it as
-# long again (README's "Running several replicas"; a lock_timeout would end that queue).
+# the suite's default 10 s deadline, so the writes waiting behind it still answer in time.
 IDLE_IN_TRANSACTION_MS = 5_000
+# A statement waiting this long for a lock is refused (SQLSTATE 55P03), its transaction rolled back and run
+# again (storage/contention.py): a live replica's write retries until the lock is free. Without it, a frozen
+# replica's other sessions queued for the same lock (its group commit and single writes on one store) were
+# each granted it in turn and, frozen, held it for another IDLE_IN_TRANSACTION_MS: a store stayed locked
+# 10 s and more, and the writes waiting behind it missed their deadlines (operator probe: 3 runs in 22
+# lost 5 to 8 calls). Refused instead, they wait no longer than this and hold nothing. Every lock of the
+# suite is held for milliseconds; only migrations wait longer, and they lift it for their transaction.
+LOCK_TIMEOUT_MS = 2_000
 # TCP keepalive on every PostgreSQL connection (libpq's): a server host that vanished is noticed after about
 # idle + interval x count seconds rather than the kernel's two hours.
 PG_KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepalives_interval": 5,
@@ -58,6 +64,7 @@ def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine
             dbapi_conn.autocommit = True
             try:
                 dbapi_conn.execute(f"SET idle_in_transaction_session_timeout = {IDLE_IN_TRANSACTION_MS}")
+                dbapi_conn.execute(f"SET lock_timeout = {LOCK_TIMEOUT_MS}")
             finally:
                 dbapi_conn.autocommit = autocommit
 

@@ -73,6 +73,9 @@ def migrate(engine: Engine, service: str) -> str:
     prefix, baseline = SERVICES[service]
     with engine.begin() as conn:
         if conn.dialect.name == "postgresql":
+            # Another replica's migration may hold the lock for as long as it takes, and a revision's DDL
+            # waits for live replicas' transactions on its tables: no lock_timeout here (storage/engine.py).
+            conn.execute(text("SET LOCAL lock_timeout = 0"))
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": migration_lock_key(service)})
             # A revision that rewrites data works between its statements (bytes_tel_0005 compresses a
             # log): this transaction is not ended when it waits on Python (storage/engine.py).
