@@ -7,6 +7,8 @@ background interval; the margin is 0 so each pass prunes everything acknowledged
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,6 +115,51 @@ def test_acknowledgements_decide_what_is_pruned(bare: Suite) -> None:
     after_slow = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=events[2].origin_seq)).events
     assert [key(e) for e in after_slow] == [key(e) for e in events[3:]]
 
+
+
+def followers_command(suite: Suite, *args: str) -> subprocess.CompletedProcess[str]:
+    """`ggmodules followers modulestore ARGS` on ModuleStore's database, as an operator runs it."""
+    command = [sys.executable, "-m", "ggmodules.cli.main", "followers", "modulestore",
+               "--database-url", suite.urls["modulestore"], *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=60, check=False)
+
+
+def test_a_follower_stopped_for_good_is_shown_holding_pruning_back_and_can_be_forgotten(bare: Suite) -> None:
+    """A follower that acknowledged once and stopped (a retired consumer) held pruning back for good: the
+    outbox grew without bound until someone deleted its row by hand. `ggmodules followers` names it, and
+    `--forget` lets pruning follow the others; coming back, it is told what it missed was pruned."""
+    stub = outbox_stub(bare, bare.modulestore.address)
+    run = create_run(bare.reg, full_profile("coder")).run_id
+    coder = open_instance(bare.reg, run, "coder")
+    for n in range(6):
+        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
+    events = bare.outbox(run)
+    head, retired_at = events[-1].origin_seq, events[1].origin_seq
+    stub.AckOutbox(ob.AckOutboxRequest(follower="telemetry", durable_origin_seq=head))
+    stub.AckOutbox(ob.AckOutboxRequest(follower="retired", durable_origin_seq=retired_at))
+    prune(bare, bare.modulestore)  # through the retired follower's position only
+    after_retired = bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=retired_at)).events
+    assert [key(e) for e in after_retired] == [key(e) for e in events[2:]]
+
+    listed = followers_command(bare)
+    assert listed.returncode == 0, listed.stderr
+    lines = listed.stdout.splitlines()
+    assert lines[0] == f"modulestore: newest event {head}, pruned through {retired_at}, 2 follower(s)"
+    assert lines[1].split()[:3] == ["retired", "at", str(retired_at)] and "holds pruning back" in lines[1]
+    assert lines[2].split()[:3] == ["telemetry", "at", str(head)] and "holds" not in lines[2]
+
+    forgotten = followers_command(bare, "--forget", "retired")
+    assert forgotten.returncode == 0, forgotten.stderr
+    assert f"follower 'retired' forgotten (it stood at {retired_at})" in forgotten.stdout
+    assert followers(bare) == {"telemetry": head}
+    assert prune(bare, bare.modulestore)[0] > 0  # pruning now follows Telemetry (the newest event stays)
+    with pytest.raises(grpc.RpcError) as missed:
+        bare.ms.ReadOutbox(ms.ReadOutboxRequest(after_origin_seq=retired_at))
+    assert status_of(missed.value) == (grpc.StatusCode.OUT_OF_RANGE, "OUTBOX_PRUNED")
+
+    unknown = followers_command(bare, "--forget", "nobody")
+    assert unknown.returncode == 1 and "no outbox named has a follower 'nobody'" in unknown.stderr
+    assert followers(bare) == {"telemetry": head}
 
 def test_kill_9_telemetry_prune_restart_nothing_missing(bare: Suite) -> None:
     bare.start_telemetry_process()

@@ -7,6 +7,7 @@ ggmodules telemetry   [--port N] [--modulestore-address A] [--registry-address A
 ggmodules up [--insecure-dev]                                every service, each its own process (auth and
                                                              TLS on, keys made under ./var/ on first start)
 ggmodules migrate [SERVICE ...] [--database-url URL]        migrate the tables without starting a service
+ggmodules followers [SERVICE ...] [--forget NAME]           each outbox's followers; forget a retired one
 ggmodules console RUN_ID [--once] [--telemetry-address A] [--token T]   a run's three views in the terminal
 ggmodules web [--port N] [--telemetry-address A] [--token T]   the web console (http), every run's views
 """
@@ -92,6 +93,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from ggmodules.cli.migrate import main as migrate
 
         sys.exit(migrate(rest))
+    elif command == "followers":
+        from ggmodules.cli.followers import main as followers
+
+        sys.exit(followers(rest))
     elif command == "up":
         from ggmodules.cli.up import up
 
