@@ -2,7 +2,7 @@
 (`--modulestore-address A,B`) keeps opening instances after one of them is killed with SIGKILL, or frozen
 with SIGSTOP (a replica that stops answering without closing its connections: a hung process, a host that
 lost power, a partition); none of its answers is UNAVAILABLE, and the test client sends nothing twice. The
-Python SDK given both replicas goes on through the live one too.
+Python SDK given both replicas goes on through the live one too, its writes and its Telemetry subscriptions.
 
 A frozen replica's connections stay open, so only keepalive pings tell (runtime/channels.py
 KEEPALIVE_OPTIONS): without them every call round_robin sent to it waited out its deadline, for as long as
@@ -11,6 +11,7 @@ it stayed frozen."""
 from __future__ import annotations
 
 import os
+import queue
 import signal
 import threading
 from dataclasses import replace
@@ -28,6 +29,7 @@ from ggmodules.runtime.interceptors import refusal_of
 from ggmodules.sdk import Client as SdkClient
 from ggmodules.sdk import ClientConfig
 from ggmodules.storage.engine import IDLE_IN_TRANSACTION_MS, make_engine
+from ggmodules.telemetry.v1 import telemetry_pb2
 from tests.harness import (
     ServiceProcess,
     drop_database,
@@ -198,3 +200,75 @@ def test_a_frozen_replicas_sessions_queued_for_one_store_do_not_hold_it_in_turn(
                 p.kill()
         frozen_replica.dispose()
         drop_database(url)
+
+
+def thaw(process: ServiceProcess) -> None:
+    os.kill(process.proc.pid, signal.SIGCONT)
+
+
+@needs_postgres
+def test_a_subscription_whose_telemetry_replica_froze_goes_on_from_the_other_missing_nothing(
+    tmp_path: Path,
+) -> None:
+    """An SDK subscription given both Telemetry replicas (one log on PostgreSQL) while one, then the other, is
+    frozen: the stream on the frozen one goes quiet with its connection open; the keepalive pings end it and
+    the subscription resumes after its last cursor on the live replica. Every write arrives, in order, once.
+    Which replica served the stream is not known, so each is frozen in turn (thawed before the next)."""
+    url = new_database_url("postgres", "h9rep_telfreeze", tmp_path)
+    started: list[ServiceProcess] = []
+    arrived: queue.Queue[object] = queue.Queue()
+    try:
+        common = ("--database-url", url, "--log-level", "warning")
+        started.append(ServiceProcess("modulestore", *common))
+        started.append(ServiceProcess("registry", *common, "--modulestore-address", started[0].address))
+        siblings = ("--modulestore-address", started[0].address, "--registry-address", started[1].address)
+        telemetry = [ServiceProcess("telemetry", *common, *siblings) for _ in range(2)]
+        started += telemetry
+        with open_channel(started[1].address) as channel:
+            run = create_run(reg_grpc.RegistryServiceStub(channel), full_profile("planner"))
+        config = replace(ClientConfig.from_env(), registry=started[1].address, modulestore=started[0].address,
+                         telemetry=",".join(t.address for t in telemetry))
+        said: list[str] = []
+        with SdkClient(config=config) as gg:
+            agent = gg.open_instance(run.run_id, "planner")
+            subscription = gg.subscribe(run.run_id, agent.instance.agent_id)
+
+            def read() -> None:
+                try:
+                    for item in subscription:
+                        arrived.put(item)
+                except Exception as exc:  # handed to the test: it fails naming it
+                    arrived.put(exc)
+
+            threading.Thread(target=read, daemon=True).start()
+            seen: list[telemetry_pb2.StreamEvent] = []
+
+            def say_and_see(text: str) -> None:
+                agent.history.append("user", text)
+                said.append(text)
+                while not seen or _said_in(seen[-1]) != text:  # keepalive: about 6 s for a frozen one
+                    item = arrived.get(timeout=30)
+                    assert isinstance(item, telemetry_pb2.StreamEvent), item
+                    seen.append(item)
+
+            say_and_see("before")
+            for frozen in telemetry:
+                freeze(frozen)
+                for n in range(3):
+                    say_and_see(f"{frozen.address} frozen {n}")
+                thaw(frozen)
+            say_and_see("after")
+            subscription.close()
+        assert [_said_in(e) for e in seen if _said_in(e)] == said  # none missed, none twice, in order
+        assert [e.cursor for e in seen] == sorted({e.cursor for e in seen})
+    finally:
+        for p in started:
+            if p.proc.poll() is None:
+                thaw(p)
+                p.kill()
+        drop_database(url)
+
+
+def _said_in(item: telemetry_pb2.StreamEvent) -> str:
+    event = item.event
+    return event.write.delta.history.messages[0].content if event.WhichOneof("body") == "write" else ""
