@@ -2,7 +2,7 @@
 database at once (`ggmodules migrate modulestore`, the migration a replica runs as it starts) all succeed,
 one after the other under the service's advisory lock; a replica's health
 follows its database (NOT_SERVING while it does not answer, SERVING again once it does); an address may name
-several replicas."""
+several replicas; the cross-replica LISTEN connects where `--listen-database-url` says."""
 
 from __future__ import annotations
 
@@ -18,12 +18,14 @@ from sqlalchemy import create_engine
 from sqlalchemy.engine import make_url
 
 from ggmodules.runtime.channels import channel_target
+from ggmodules.storage.engine import make_engine
 from ggmodules.storage.migrations import head_revision
 from tests.harness import (
     ROOT,
     ServiceProcess,
     _admin,
     drop_database,
+    eventually,
     needs_postgres,
     new_database_url,
     open_channel,
@@ -147,3 +149,38 @@ def test_a_cluster_that_fails_to_start_leaves_no_replica_running(
     assert sorted(p.service for p in started) == ["modulestore", "modulestore", "registry", "registry"]
     for p in started:
         assert p.proc.wait(timeout=30) is not None, f"a {p.service} replica was left running"
+
+
+@needs_postgres
+def test_the_cross_replica_listen_connects_where_listen_database_url_says(tmp_path: Path) -> None:
+    """Behind PgBouncer in transaction mode a LISTEN made through the pooler is lost as its transaction ends,
+    and other replicas' commits would wake nothing: `--listen-database-url` sends the listeners straight to
+    the server. Here both URLs reach one database, the listening one under its own application_name, so
+    pg_stat_activity shows which connections listen."""
+    url = new_database_url("postgres", "h9rep_listen", tmp_path)
+    direct = "ggm-listen-direct"
+    replica = ServiceProcess("modulestore", "--database-url", url, "--log-level", "warning",
+                             "--listen-database-url", f"{url}?application_name={direct}")
+    admin = create_engine(make_url(url).set(drivername="postgresql+psycopg"))
+    try:
+        def listening() -> set[str]:
+            with admin.connect() as conn:
+                rows = conn.exec_driver_sql(
+                    "SELECT application_name FROM pg_stat_activity "
+                    "WHERE datname = current_database() AND query LIKE 'LISTEN %%'"
+                ).all()
+            return {str(r[0]) for r in rows}
+
+        eventually(lambda: bool(listening()), "ModuleStore listening for its outbox's commits", 30)
+        assert listening() == {direct}
+    finally:
+        replica.kill()
+        admin.dispose()
+        drop_database(url)
+
+
+def test_a_listen_url_is_refused_for_anything_but_postgresql(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="--listen-database-url"):
+        make_engine(f"sqlite:///{tmp_path}/x.db", listen_url="postgresql+psycopg://127.0.0.1:5432/x")
+    with pytest.raises(ValueError, match="--listen-database-url"):
+        make_engine("postgresql+psycopg://127.0.0.1:5432/x", listen_url=f"sqlite:///{tmp_path}/x.db")

@@ -9,6 +9,7 @@ the flag and its variable, before anything starts.
 | HOST | --host | 127.0.0.1 |
 | PORT | --port | the service's default port (`ggmodules up`) or 0 |
 | DATABASE_URL | --database-url | sqlite:///var/<service>.db |
+| LISTEN_DATABASE_URL | --listen-database-url | DATABASE_URL: where LISTEN connects (PostgreSQL, PgBouncer) |
 | LOG_LEVEL | --log-level | info |
 | GRACE_SECONDS | --grace-seconds | 5 |
 | MODULESTORE_ADDRESS | --modulestore-address | 127.0.0.1:50052 (services that call ModuleStore) |
@@ -49,6 +50,9 @@ class ServiceConfig:
     host: str = "127.0.0.1"
     port: int = 0
     database_url: str = ""
+    # PostgreSQL: where the cross-replica wake-ups' LISTEN connects ("" = database_url): straight to the
+    # server when database_url is a PgBouncer in transaction mode, which cannot hold a LISTEN.
+    listen_database_url: str = ""
     log_level: str = "info"
     grace_seconds: float = 5.0
     modulestore_address: str = f"127.0.0.1:{DEFAULT_PORTS['modulestore']}"
@@ -89,6 +93,7 @@ class ServiceConfig:
             "host",
             "port",
             "database-url",
+            "listen-database-url",
             "log-level",
             "grace-seconds",
             "modulestore-address",
@@ -125,6 +130,7 @@ class ServiceConfig:
             host=pick("HOST", "127.0.0.1"),
             port=int(_number("PORT", pick("PORT", str(DEFAULT_PORTS.get(service, 0))), int, 0, 65535)),
             database_url=pick("DATABASE_URL", f"sqlite:///var/{service}.db"),
+            listen_database_url=pick("LISTEN_DATABASE_URL", ""),
             log_level=pick("LOG_LEVEL", "info"),
             grace_seconds=_number("GRACE_SECONDS", pick("GRACE_SECONDS", "5"), float, 0),
             modulestore_address=pick("MODULESTORE_ADDRESS", cls.modulestore_address),

@@ -12,7 +12,8 @@ from ggmodules.storage.engine import make_engine, pool_capacity
 
 
 def open_engine(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Engine:
-    engine = make_engine(config.database_url, config.pool_size, config.pool_max_overflow)
+    engine = make_engine(config.database_url, config.pool_size, config.pool_max_overflow,
+                         listen_url=config.listen_database_url)
     try:
         capacity = pool_capacity(engine, config.pool_size, config.pool_max_overflow)
     except Exception as err:  # the database is away: migrating (next) says so, with the URL's server
@@ -23,6 +24,7 @@ def open_engine(config: ServiceConfig, log: structlog.typing.FilteringBoundLogge
             "database pool", pool_size=config.pool_size, max_overflow=config.pool_max_overflow,
             max_connections=capacity["max_connections"], replicas_that_fit=capacity["replicas"],
             note="replicas of all services x (pool_size + max_overflow) above the server's usable "
-            "connections need PgBouncer (transaction mode) in front of PostgreSQL",
+            "connections need PgBouncer (transaction mode, 1.21 or newer) in front of PostgreSQL and "
+            "--listen-database-url naming the server itself (README's 'Running several replicas')",
         )
     return engine

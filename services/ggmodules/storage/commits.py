@@ -19,7 +19,7 @@ from psycopg import sql
 from sqlalchemy import event
 from sqlalchemy.engine import Engine, make_url
 
-from ggmodules.storage.engine import CONNECT_TIMEOUT_SECONDS, PG_KEEPALIVES
+from ggmodules.storage.engine import CONNECT_TIMEOUT_SECONDS, PG_KEEPALIVES, listen_url
 
 
 class CommitSignal:
@@ -175,7 +175,7 @@ def listen_for_commits(
     if engine.dialect.name != "postgresql":
         return None
     own = OwnSessions(engine) if skip_own else None
-    return CommitListener(engine.url.render_as_string(hide_password=False), table, on_commit, own)
+    return CommitListener(listen_url(engine), table, on_commit, own)
 
 
 def notify_trigger_sql(table: str) -> list[str]:

@@ -40,8 +40,15 @@ PG_KEEPALIVES: dict[str, Any] = {"keepalives": 1, "keepalives_idle": 10, "keepal
                                  "keepalives_count": 3}
 
 
-def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine:
+def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10, *, listen_url: str = "") -> Engine:
+    """`listen_url` (PostgreSQL): where the listeners of storage/commits.py connect instead of `url`."""
     parsed = make_url(url)
+    if listen_url and (parsed.get_backend_name() != "postgresql"
+                       or make_url(listen_url).get_backend_name() != "postgresql"):
+        raise ValueError(
+            "--listen-database-url (GGMODULES_LISTEN_DATABASE_URL) is for a PostgreSQL database: give it a "
+            "postgresql+psycopg:// URL of the server the --database-url reaches, or leave it unset"
+        )
     if parsed.get_backend_name() == "sqlite":
         return _sqlite_engine(url)
     connect_args: dict[str, Any] = {}
@@ -57,6 +64,8 @@ def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine
         # are added here, before the engine makes any connection: SQLAlchemy runs an engine's listeners
         # while iterating them, and one added as another thread connects fails that thread's connect.
         connections_made(engine)
+        if listen_url:
+            _LISTEN_URLS[engine] = listen_url
 
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_conn: Any, _record: Any) -> None:
@@ -69,6 +78,17 @@ def make_engine(url: str, pool_size: int = 10, max_overflow: int = 10) -> Engine
                 dbapi_conn.autocommit = autocommit
 
     return engine
+
+
+# Per engine made with a `listen_url`: that URL.
+_LISTEN_URLS: WeakKeyDictionary[Engine, str] = WeakKeyDictionary()
+
+
+def listen_url(engine: Engine) -> str:
+    """Where a LISTEN for `engine`'s database connects: its `listen_url`, else its own URL. Behind PgBouncer
+    in transaction mode a LISTEN made through the pooler is lost as its transaction ends (the server
+    connection goes back to the pool), so the listeners connect to the server itself."""
+    return _LISTEN_URLS.get(engine) or engine.url.render_as_string(hide_password=False)
 
 
 # Per engine, the count of the last DBAPI connection it made (a `connect` event listener).
