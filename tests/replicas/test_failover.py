@@ -270,5 +270,7 @@ def test_a_subscription_whose_telemetry_replica_froze_goes_on_from_the_other_mis
 
 
 def _said_in(item: telemetry_pb2.StreamEvent) -> str:
+    """The text of a history append's event ("" for any other event)."""
     event = item.event
-    return event.write.delta.history.messages[0].content if event.WhichOneof("body") == "write" else ""
+    said = event.write.delta.history.messages if event.WhichOneof("body") == "write" else []
+    return said[0].content if said else ""
