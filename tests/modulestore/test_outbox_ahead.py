@@ -18,9 +18,8 @@ from ggmodules.storage import outbox_sequencing
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.fan_out import FanOutEntry
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
-from ggmodules.storage.outbox import OutboxPage
+from ggmodules.storage.outbox import OutboxFeed, OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
-from ggmodules.storage.outbox_frontier import OutboxFeed
 
 
 @pytest.fixture

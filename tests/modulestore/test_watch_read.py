@@ -17,8 +17,7 @@ from ggmodules.common.v1 import event_pb2
 from ggmodules.core.errors import OutOfRange
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
-from ggmodules.storage.outbox import OutboxPage
-from ggmodules.storage.outbox_frontier import OutboxFeed
+from ggmodules.storage.outbox import OutboxFeed, OutboxPage
 
 
 @pytest.fixture

@@ -47,10 +47,9 @@ from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.storage.commits import CommitSignal
 from ggmodules.storage.contention import DEFAULT, retrying
 from ggmodules.storage.kept import KeptConnection
-from ggmodules.storage.outbox import Outbox, OutboxPage
+from ggmodules.storage.outbox import Outbox, OutboxFeed, OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_commit_read import CommitReads
-from ggmodules.storage.outbox_frontier import OutboxFeed
 from ggmodules.storage.outbox_numbering import NumberingFeed
 from ggmodules.storage.outbox_pipelined import PipelinedFeed
 from ggmodules.storage.outbox_pruning import OutboxPositions

@@ -11,7 +11,7 @@ page always fits in one gRPC message; an event larger than the bound makes a pag
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sqlalchemy import ColumnElement, Select, Table, bindparam, case, func, or_, select
@@ -23,6 +23,7 @@ from ggmodules.storage import fan_out
 from ggmodules.storage.columns import SEQ, seq_field
 from ggmodules.storage.outbox_ahead import Ahead, NumberingAhead
 from ggmodules.storage.outbox_append import Appender
+from ggmodules.storage.outbox_frontier import Frontier, settled
 from ggmodules.storage.outbox_sequencing import Numbered, Sequencer
 from ggmodules.storage.prepared import Prepared, Tx
 
@@ -151,6 +152,12 @@ class Outbox:
     ) -> OutboxPage:
         """Events after `after_origin_seq` (and at most `through`) in order: at most `limit` of them and
         `max_bytes` of events, or the first one alone when it is larger."""
+        postgres = conn.dialect.name == "postgresql"
+        if postgres and through is None and self._sequencer is not None:
+            # A one-shot read (ReadOutbox): as far as the outbox is final once the writers in flight have
+            # ended, found before the numbering takes its position's lock (a watcher storing its numbers
+            # holds the outbox's write lock and waits for that one).
+            through = settled(conn, self.table_name, self._sequencer.position(conn))
         params = {
             "after": after_origin_seq,
             "through": _NO_END if through is None else through,
@@ -158,7 +165,6 @@ class Outbox:
             "max_bytes": max_bytes,
             "run_id": run_id,
         }
-        postgres = conn.dialect.name == "postgresql"
         key = (postgres, bool(run_id))
         if postgres and key not in self._pages:
             self._pages[key] = _summed(self._rows, bool(run_id))
@@ -272,3 +278,19 @@ def _read_stepped(conn: Connection, stmt: Prepared, params: dict[str, Any]) -> _
     finally:
         result.close()
     return found, newest, cut or seen == params["limit"]
+
+
+class OutboxFeed:
+    """One watcher's reads of an outbox: every event after a position, as far as the outbox is final. On
+    SQLite one writer at a time commits origin_seq values in order, so whatever is visible is final."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        self._outbox = outbox
+        self._frontier = Frontier(outbox.table_name)
+
+    def read(self, conn: Connection, after: int, limit: int) -> OutboxPage:
+        if conn.dialect.name != "postgresql":
+            return self._outbox.read(conn, after, limit)
+        self._frontier.reconnected(conn.engine)
+        final, held = self._frontier.advance(conn)
+        return replace(self._outbox.read(conn, after, limit, through=final), held=held)

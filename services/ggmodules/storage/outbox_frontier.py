@@ -31,13 +31,12 @@ from __future__ import annotations
 
 import time
 from collections import deque
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.storage.engine import connections_made
-from ggmodules.storage.outbox import Outbox, OutboxPage
 
 # The last number drawn, then (a subquery correlated to it, so run after it) the transactions holding the
 # outbox's write lock. OFFSET 0 keeps the first read a scan of its own, evaluated before the second. The
@@ -131,10 +130,9 @@ SETTLE_POLL_SECONDS = 0.002
 def settled(conn: Connection, table: str, numbered: int) -> int:
     """Every origin_seq up to the returned one is final: the newest number drawn, once every transaction that
     held `table`'s write lock when it was drawn has ended; what is final by SETTLE_SECONDS otherwise, at
-    least `numbered` (how far the outbox is numbered: only final rows are). It had
-    been what the outbox was numbered up to whenever any transaction held that lock (a write in flight, a
-    prune, a watcher storing its numbers): an event committed before the read could be left out, an empty
-    page telling its reader it had every event there is."""
+    least `numbered` (how far the outbox is numbered: only final rows are). Stopping at `numbered` whenever
+    any transaction held that lock (a write in flight, a prune, a watcher storing its numbers) left out
+    events committed before the read, an empty page telling its reader it had every event there is."""
     frontier = Frontier(table, numbered)
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
@@ -143,18 +141,3 @@ def settled(conn: Connection, table: str, numbered: int) -> int:
             return final
         time.sleep(SETTLE_POLL_SECONDS)
 
-
-class OutboxFeed:
-    """One watcher's reads of an outbox: every event after a position, as far as the outbox is final. On
-    SQLite one writer at a time commits origin_seq values in order, so whatever is visible is final."""
-
-    def __init__(self, outbox: Outbox) -> None:
-        self._outbox = outbox
-        self._frontier = Frontier(outbox.table_name)
-
-    def read(self, conn: Connection, after: int, limit: int) -> OutboxPage:
-        if conn.dialect.name != "postgresql":
-            return self._outbox.read(conn, after, limit)
-        self._frontier.reconnected(conn.engine)
-        final, held = self._frontier.advance(conn)
-        return replace(self._outbox.read(conn, after, limit, through=final), held=held)

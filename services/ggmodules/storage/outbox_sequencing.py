@@ -35,21 +35,6 @@ from ggmodules.storage.fan_out import is_fan_out
 from ggmodules.storage.prepared import Prepared, Tx
 
 SEQUENCED_THROUGH = "sequenced_through"
-# PostgreSQL, for a read with no frontier of its own (ReadOutbox): the last number drawn, then (evaluated
-# after it) whether another transaction holds the outbox's write lock; none does: all drawn is final
-# (storage/outbox_frontier.py says why).
-_FINAL_NOW = text(
-    "SELECT d.drawn, EXISTS("
-    "  SELECT 1 FROM pg_locks l"
-    "  WHERE l.locktype = 'relation' AND l.mode = 'RowExclusiveLock' AND l.granted"
-    "  AND l.relation = CAST(:table AS regclass) AND l.pid <> pg_backend_pid()"
-    "  AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())"
-    "  AND coalesce(d.drawn, 0) >= 0"
-    ") FROM ("
-    "  SELECT pg_sequence_last_value(CAST(pg_get_serial_sequence(:table, 'origin_seq') AS regclass))"
-    "  AS drawn OFFSET 0"
-    ") d"
-)
 # Rows numbered in one pass, at most, and events (a fan-out row stands for one event per holder), and bytes
 # of payload (the first row whatever its size): a pass is one short transaction (on SQLite it runs on the
 # event loop) that reads and rewrites every payload it numbers. Without the byte bound a backlog of large
@@ -81,7 +66,6 @@ class Sequencer:
     def __init__(self, rows: Table, positions: Table, reserve: Reserve, heads: Table | None = None) -> None:
         """`heads`: the stream-head table `reserve` moves, for the pipelined steps (PostgreSQL)."""
         self._reserve = reserve
-        self._table = rows.name
         key = positions.c.name == SEQUENCED_THROUGH
         self._position = {
             "postgresql": Prepared(select(positions.c.value).where(key).with_for_update()),
@@ -143,10 +127,13 @@ class Sequencer:
     def sequence(
         self, conn: Connection, final: int | None, numbered: Numbered | None = None
     ) -> tuple[int, bool]:
-        """Numbers the rows up to `final` (None: every row; on PostgreSQL pass the outbox frontier) not
-        numbered yet; returns how far the outbox is numbered, and whether rows up to `final` are left
-        (more than a batch). SQLite with `final` None: `numbered` is told what this call numbered."""
+        """Numbers the rows up to `final` not numbered yet (None: every row, SQLite only: on PostgreSQL
+        origin_seq values commit out of order, so pass how far the outbox is final: a watcher's frontier, or
+        `outbox_frontier.settled`, as Outbox.read does); returns how far the outbox is numbered, and whether
+        rows up to `final` are left (more than a batch). SQLite with `final` None: `numbered` is told what
+        this call numbered."""
         tx = Tx.of(conn)
+        assert final is not None or tx.dialect.name != "postgresql", "PostgreSQL: number only what is final"
         found = self._position[tx.dialect.name].one(tx, {})
         if found is None:  # a database made before any row was written: nothing to number before
             self._start.execute(tx, {})
@@ -155,9 +142,6 @@ class Sequencer:
             done = int(found[0])
         if final is not None:
             through = final
-        elif tx.dialect.name == "postgresql":
-            drawn, held = conn.execute(_FINAL_NOW, {"table": self._table}).one()
-            through = done if held else int(drawn or 0)
         else:
             through = int(self._largest.scalar(tx, {}))
             if numbered is not None:

@@ -28,7 +28,6 @@ from ggmodules.storage.modulestore.transaction import Transactions
 from ggmodules.storage.outbox import Outbox, OutboxPage
 from ggmodules.storage.outbox_ahead import Ahead
 from ggmodules.storage.outbox_commit_read import CommitReads
-from ggmodules.storage.outbox_frontier import settled
 from ggmodules.storage.outbox_pruning import OutboxPositions
 
 T = TypeVar("T")
@@ -126,11 +125,7 @@ class ModuleStoreRepository:
 
     def read_outbox(self, after: int, limit: int, run_id: str) -> OutboxPage:
         def read(c: Connection) -> OutboxPage:
-            # PostgreSQL: as far as the outbox is final, once the writers in flight have ended (settled).
-            through = None
-            if c.dialect.name == "postgresql" and self.outbox.sequencer is not None:
-                through = settled(c, self.outbox.table_name, self.outbox.sequencer.position(c))
-            page = self.outbox.read(c, after, limit, run_id, through=through)
+            page = self.outbox.read(c, after, limit, run_id)  # PostgreSQL: as far as it is final (settled)
             return self.positions.check(c, after, page)  # after the rows: a prune between the two is seen
 
         return self.read(read)
