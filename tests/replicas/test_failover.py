@@ -23,6 +23,7 @@ from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError, OperationalError
 
 from ggmodules.core.errors import Unavailable
+from ggmodules.registry.v1 import registry_pb2
 from ggmodules.registry.v1 import registry_service_pb2 as reg
 from ggmodules.registry.v1 import registry_service_pb2_grpc as reg_grpc
 from ggmodules.runtime.interceptors import refusal_of
@@ -41,6 +42,18 @@ from tests.harness import (
 from tests.harness.registry import create_run, full_profile
 
 BEFORE, AFTER = 4, 12
+
+
+QUIET = ("--log-level", "warning")
+
+
+def modulestore_and_registry(url: str, started: list[ServiceProcess]) -> registry_pb2.Run:
+    """One ModuleStore and one Registry on `url`, appended to `started`; a run of one "planner" profile."""
+    started.append(ServiceProcess("modulestore", *QUIET, "--database-url", url))
+    started.append(ServiceProcess("registry", *QUIET, "--database-url", url, "--modulestore-address",
+                                  started[0].address))
+    with open_channel(started[1].address) as channel:
+        return create_run(reg_grpc.RegistryServiceStub(channel), full_profile("planner"))
 
 
 def kill(process: ServiceProcess) -> None:
@@ -150,11 +163,7 @@ def test_a_frozen_replicas_sessions_queued_for_one_store_do_not_hold_it_in_turn(
     release = threading.Event()
     queued: list[BaseException | None] = []
     try:
-        common = ("--database-url", url, "--log-level", "warning")
-        started.append(ServiceProcess("modulestore", *common))
-        started.append(ServiceProcess("registry", *common, "--modulestore-address", started[0].address))
-        with open_channel(started[1].address) as channel:
-            run = create_run(reg_grpc.RegistryServiceStub(channel), full_profile("planner"))
+        run = modulestore_and_registry(url, started)
         deadline = 1.6 * IDLE_IN_TRANSACTION_MS / 1000
         config = replace(ClientConfig.from_env(), registry=started[1].address, modulestore=started[0].address,
                          timeout=deadline)
@@ -218,14 +227,10 @@ def test_a_subscription_whose_telemetry_replica_froze_goes_on_from_the_other_mis
     started: list[ServiceProcess] = []
     arrived: queue.Queue[object] = queue.Queue()
     try:
-        common = ("--database-url", url, "--log-level", "warning")
-        started.append(ServiceProcess("modulestore", *common))
-        started.append(ServiceProcess("registry", *common, "--modulestore-address", started[0].address))
+        run = modulestore_and_registry(url, started)
         siblings = ("--modulestore-address", started[0].address, "--registry-address", started[1].address)
-        telemetry = [ServiceProcess("telemetry", *common, *siblings) for _ in range(2)]
+        telemetry = [ServiceProcess("telemetry", *QUIET, "--database-url", url, *siblings) for _ in range(2)]
         started += telemetry
-        with open_channel(started[1].address) as channel:
-            run = create_run(reg_grpc.RegistryServiceStub(channel), full_profile("planner"))
         config = replace(ClientConfig.from_env(), registry=started[1].address, modulestore=started[0].address,
                          telemetry=",".join(t.address for t in telemetry))
         said: list[str] = []

@@ -16,6 +16,7 @@ import grpc
 import pytest
 from sqlalchemy import func, select
 
+from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as ob
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
@@ -74,13 +75,18 @@ def outbox_stub(suite: Suite, address: str) -> ob_grpc.OutboxServiceStub:
     return ob_grpc.OutboxServiceStub(suite.channel(address))
 
 
+def written(suite: Suite, count: int) -> tuple[str, list[event_pb2.Event]]:
+    """A new run whose coder appended `count` messages to its history: the run, and its outbox events."""
+    run = create_run(suite.reg, full_profile("coder")).run_id
+    coder = open_instance(suite.reg, run, "coder")
+    for n in range(count):
+        suite.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
+    return run, suite.outbox(run)
+
+
 def test_acknowledgements_decide_what_is_pruned(bare: Suite) -> None:
     stub = outbox_stub(bare, bare.modulestore.address)
-    run = create_run(bare.reg, full_profile("coder")).run_id
-    coder = open_instance(bare.reg, run, "coder")
-    for n in range(5):
-        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
-    events = bare.outbox(run)
+    run, events = written(bare, 5)
 
     # No follower has acknowledged anything: nothing is pruned.
     assert prune(bare, bare.modulestore)[0] == 0
@@ -129,11 +135,7 @@ def test_a_follower_stopped_for_good_is_shown_holding_pruning_back_and_can_be_fo
     outbox grew without bound until someone deleted its row by hand. `ggmodules followers` names it, and
     `--forget` lets pruning follow the others; coming back, it is told what it missed was pruned."""
     stub = outbox_stub(bare, bare.modulestore.address)
-    run = create_run(bare.reg, full_profile("coder")).run_id
-    coder = open_instance(bare.reg, run, "coder")
-    for n in range(6):
-        bare.say(run, coder.agent_id, store_ids(coder)["history"], f"m{n}")
-    events = bare.outbox(run)
+    _, events = written(bare, 6)
     head, retired_at = events[-1].origin_seq, events[1].origin_seq
     stub.AckOutbox(ob.AckOutboxRequest(follower="telemetry", durable_origin_seq=head))
     stub.AckOutbox(ob.AckOutboxRequest(follower="retired", durable_origin_seq=retired_at))

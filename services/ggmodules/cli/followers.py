@@ -17,13 +17,13 @@ import argparse
 import sys
 from collections.abc import Sequence
 
-from sqlalchemy import Table, delete, func, inspect, select
+from sqlalchemy import Table, func, inspect, select
 from sqlalchemy.engine import Connection
 
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition
-from ggmodules.storage.outbox_pruning import FOLLOWER, PRUNED_THROUGH
+from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, followers_in, forget_follower
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegOutboxRow
 
 # service -> (its outbox's rows, its followers' positions)
@@ -55,7 +55,7 @@ def main(argv: Sequence[str]) -> int:
                           "run `ggmodules migrate`)")
                     continue
                 if args.forget is not None:
-                    gone = forget(conn, positions, args.forget)
+                    gone = forget_follower(conn, positions, args.forget)
                     forgotten += gone is not None
                     said = "not a follower here" if gone is None else f"forgotten (it stood at {gone})"
                     print(f"{name}: follower {args.forget!r} {said}")
@@ -68,19 +68,12 @@ def main(argv: Sequence[str]) -> int:
     return 0
 
 
-def forget(conn: Connection, positions: Table, follower: str) -> int | None:
-    """Removes `follower`'s position; the position it had, None when it had none."""
-    stmt = delete(positions).where(positions.c.name == FOLLOWER + follower).returning(positions.c.value)
-    found = conn.execute(stmt).scalar()
-    return None if found is None else int(found)
-
-
 def describe(service: str, conn: Connection, rows: Table, positions: Table) -> str:
     """The outbox's newest event, how far it is pruned, and each follower, the one holding pruning marked."""
     newest = int(conn.execute(select(func.max(rows.c.origin_seq))).scalar() or 0)
-    marks = {str(n): int(v) for n, v in conn.execute(select(positions.c.name, positions.c.value)).all()}
-    followers = {n[len(FOLLOWER):]: v for n, v in marks.items() if n.startswith(FOLLOWER)}
-    pruned = marks.get(PRUNED_THROUGH, 0)
+    followers = followers_in(conn, positions)
+    where = positions.c.name == PRUNED_THROUGH
+    pruned = int(conn.execute(select(positions.c.value).where(where)).scalar() or 0)
     lines = [f"{service}: newest event {newest}, pruned through {pruned}, {len(followers)} follower(s)"]
     lowest = min(followers.values(), default=None)
     for follower, at in sorted(followers.items(), key=lambda kv: (kv[1], kv[0])):

@@ -92,10 +92,7 @@ class OutboxPositions:
         self._raise(conn, FOLLOWER + follower, durable_origin_seq)
 
     def followers(self, conn: Connection) -> dict[str, int]:
-        rows = conn.execute(
-            select(self._table.c.name, self._table.c.value).where(self._table.c.name.startswith(FOLLOWER))
-        ).all()
-        return {str(name)[len(FOLLOWER) :]: int(value) for name, value in rows}
+        return followers_in(conn, self._table)
 
     # ---- pruning ------------------------------------------------------------------------------------
 
@@ -158,6 +155,22 @@ class OutboxPositions:
                 index_elements=["name"], set_={"value": larger(self._table.c.value, stmt.excluded.value)}
             )
         )
+
+
+def followers_in(conn: Connection, positions: Table) -> dict[str, int]:
+    """Each follower's position in a `<prefix>_outbox_positions` table."""
+    rows = conn.execute(
+        select(positions.c.name, positions.c.value).where(positions.c.name.startswith(FOLLOWER))
+    ).all()
+    return {str(name)[len(FOLLOWER) :]: int(value) for name, value in rows}
+
+
+def forget_follower(conn: Connection, positions: Table, follower: str) -> int | None:
+    """Removes `follower`'s position (`ggmodules followers --forget`): it no longer holds pruning back. The
+    position it had; None when it had none."""
+    stmt = delete(positions).where(positions.c.name == FOLLOWER + follower).returning(positions.c.value)
+    found = conn.execute(stmt).scalar()
+    return None if found is None else int(found)
 
 
 def prune_requests(conn: Connection, table: Table, window_seconds: float, batch: int) -> int:
