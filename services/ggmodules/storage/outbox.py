@@ -77,6 +77,9 @@ class Outbox:
         it is read (storage/outbox_sequencing.py) rather than by each write."""
         self.origin = origin
         self._rows: Table = row.__table__  # type: ignore[attr-defined]
+        # PostgreSQL: the table's, its sequence's and its database's oids, read by the first one-shot read
+        # (outbox_frontier.settled) and kept for the next ones.
+        self._oids: dict[str, int] = {}
         self._heads = head.__table__  # type: ignore[attr-defined]
         self._appender = Appender(origin, self._rows, self._heads, deferred=sequenced_in is not None)
         self._sequencer = (
@@ -157,7 +160,7 @@ class Outbox:
             # A one-shot read (ReadOutbox): as far as the outbox is final once the writers in flight have
             # ended, found before the numbering takes its position's lock (a watcher storing its numbers
             # holds the outbox's write lock and waits for that one).
-            through = settled(conn, self.table_name, self._sequencer.position(conn))
+            through = settled(conn, self.table_name, self._sequencer.position(conn), self._oids)
         params = {
             "after": after_origin_seq,
             "through": _NO_END if through is None else through,

@@ -72,12 +72,13 @@ class _Barrier:
 class Frontier:
     """One reader's frontier over one outbox table. Not shared between threads."""
 
-    def __init__(self, table: str, final: int = 0) -> None:
-        """`final`: a position known final already (what the outbox is numbered up to)."""
+    def __init__(self, table: str, final: int = 0, oids: dict[str, int] | None = None) -> None:
+        """`final`: a position known final already (what the outbox is numbered up to). `oids`: where the
+        table's oids are kept, filled on first use (one reader's own by default)."""
         self._table = table
         self._final = final
         self._barriers: deque[_Barrier] = deque()
-        self._oids: dict[str, int] | None = None
+        self._oids = {} if oids is None else oids
         self._made: int | None = None
 
     def reconnected(self, engine: Engine) -> None:
@@ -89,9 +90,9 @@ class Frontier:
 
     def oids(self, conn: Connection) -> dict[str, int]:
         """The parameters of DRAWN_THEN_WRITERS: the table's, its sequence's and the database's oids."""
-        if self._oids is None:
+        if not self._oids:
             found = conn.execute(_OIDS, {"table": self._table}).one()._mapping
-            self._oids = {key: int(value) for key, value in found.items()}
+            self._oids.update({key: int(value) for key, value in found.items()})
         return self._oids
 
     def advance(self, conn: Connection) -> tuple[int, bool]:
@@ -127,13 +128,13 @@ SETTLE_SECONDS = 2.0
 SETTLE_POLL_SECONDS = 0.002
 
 
-def settled(conn: Connection, table: str, numbered: int) -> int:
+def settled(conn: Connection, table: str, numbered: int, oids: dict[str, int] | None = None) -> int:
     """Every origin_seq up to the returned one is final: the newest number drawn, once every transaction that
     held `table`'s write lock when it was drawn has ended; what is final by SETTLE_SECONDS otherwise, at
     least `numbered` (how far the outbox is numbered: only final rows are). Stopping at `numbered` whenever
     any transaction held that lock (a write in flight, a prune, a watcher storing its numbers) left out
     events committed before the read, an empty page telling its reader it had every event there is."""
-    frontier = Frontier(table, numbered)
+    frontier = Frontier(table, numbered, oids)  # `oids`: kept by the caller, read once per outbox
     deadline = time.monotonic() + SETTLE_SECONDS
     while True:
         final, held = frontier.advance(conn)
