@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, Engine
@@ -210,4 +211,48 @@ def test_r48_read_outbox_right_after_a_write_waits_out_a_transaction_holding_the
         eventually(lambda: saw_it_held.is_set() or not reader.is_alive(), "ReadOutbox meeting the lock")
         tx.commit()
         reader.join(30)
+    assert said(list(got[0].events)) == ["committed"]
+
+
+def test_r48_read_outbox_waits_for_the_writers_it_met_not_for_those_that_came_after(
+    suite: Suite, modulestore_db: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ReadOutbox waited until it found no transaction at all holding the outbox's write lock: under a steady
+    stream of writes one always does, and each page waited out SETTLE_SECONDS (2 s). It waits only for those
+    that held the lock when it looked (what committed before the read has a number drawn by then): a writer
+    that took the lock afterwards and is still open does not hold it up, and its event is not in the page.
+    The call's deadline (1.5 s) is shorter than SETTLE_SECONDS; the old rule ran past it."""
+    run, coder, history = agent(suite)
+    start = suite.outbox(run)[-1].origin_seq
+    waiting = threading.Event()
+    advance = Frontier.advance
+
+    def noting(self: Frontier, conn: Connection) -> tuple[int, bool]:  # ModuleStore runs in this process
+        waiting.set()  # polled again: it is waiting for a writer it met
+        return advance(self, conn)
+
+    monkeypatch.setattr(Frontier, "advance", noting)
+    ms = stubs(suite.channel(suite.modulestore.address), "modulestore")
+    got: list[object] = []
+
+    def read() -> None:
+        try:
+            got.append(ms.ReadOutbox(msvc.ReadOutboxRequest(after_origin_seq=start, run_id=run), timeout=1.5))
+        except grpc.RpcError as err:
+            got.append(err.code())
+
+    with modulestore_db.connect() as first, modulestore_db.connect() as after:
+        met = first.begin()
+        first.execute(text("LOCK TABLE ms_outbox IN ROW EXCLUSIVE MODE"))  # as a write in flight holds it
+        suite.say(run, coder.agent_id, history, "committed")
+        reader = threading.Thread(target=read)
+        reader.start()
+        eventually(lambda: waiting.is_set() or not reader.is_alive(), "ReadOutbox waiting for the writer")
+        came_after = after.begin()
+        after.execute(text("LOCK TABLE ms_outbox IN ROW EXCLUSIVE MODE"))
+        suite.say(run, coder.agent_id, history, "later")  # drawn after the read looked
+        met.commit()
+        reader.join(30)
+        came_after.rollback()
+    assert len(got) == 1 and isinstance(got[0], msvc.ReadOutboxResponse), got
     assert said(list(got[0].events)) == ["committed"]

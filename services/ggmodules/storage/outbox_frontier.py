@@ -129,16 +129,20 @@ SETTLE_POLL_SECONDS = 0.002
 
 
 def settled(conn: Connection, table: str, numbered: int, oids: dict[str, int] | None = None) -> int:
-    """Every origin_seq up to the returned one is final: the newest number drawn, once every transaction that
-    held `table`'s write lock when it was drawn has ended; what is final by SETTLE_SECONDS otherwise, at
-    least `numbered` (how far the outbox is numbered: only final rows are). Stopping at `numbered` whenever
-    any transaction held that lock (a write in flight, a prune, a watcher storing its numbers) left out
-    events committed before the read, an empty page telling its reader it had every event there is."""
+    """Every origin_seq up to the returned one is final, and it is at least the newest number drawn when
+    this was called, once every transaction that held `table`'s write lock then has ended (what is final by
+    SETTLE_SECONDS otherwise; at least `numbered`, how far the outbox is numbered: only final rows are).
+    Stopping at `numbered` whenever any transaction held that lock (a write in flight, a prune, a watcher
+    storing its numbers) left out events committed before the read, an empty page telling its reader it had
+    every event there is. Writers that come after the first look are not waited for: under a steady stream
+    of writes some transaction always holds the lock, and a read waiting for none made every ReadOutbox
+    page wait out SETTLE_SECONDS."""
     frontier = Frontier(table, numbered, oids)  # `oids`: kept by the caller, read once per outbox
     deadline = time.monotonic() + SETTLE_SECONDS
-    while True:
-        final, held = frontier.advance(conn)
-        if not held or time.monotonic() >= deadline:
-            return final
+    last, holding = conn.execute(DRAWN_THEN_WRITERS, frontier.oids(conn)).one()
+    wanted = int(last or 0)  # every event committed before this read has a number up to this
+    final, _ = frontier.moved(last, holding)
+    while final < wanted and time.monotonic() < deadline:
         time.sleep(SETTLE_POLL_SECONDS)
-
+        final, _ = frontier.advance(conn)
+    return final
