@@ -116,9 +116,9 @@ class World:
     ) -> tuple[grpc.StatusCode, status_pb2.Status | None]:
         """Sends `request` as raw bytes and reads the answer (a stream: at most `stream_items` items, within
         a short deadline). The status code, and the rich status when the service sent one."""
-        path = f"/{method.containing_service.full_name}/{method.name}"
         channel = self.channels[service]
         body = request.SerializeToString()
+        path = full_name(method)
         metadata = bearer(WALLET.credential_for(path, request))
         try:
             if method.server_streaming:
@@ -132,3 +132,8 @@ class World:
         except grpc.RpcError as err:
             return err.code(), rich_status(err)
         return grpc.StatusCode.OK, None
+
+
+def full_name(method: MethodDescriptor) -> str:
+    """The method's path on the wire, as a call names it (/package.Service/Method)."""
+    return f"/{method.containing_service.full_name}/{method.name}"
