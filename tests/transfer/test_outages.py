@@ -38,6 +38,7 @@ from tests.harness.transfers import events_after, head, instance, instance_ids, 
 from tests.tools.crashing import CRASH, LAUNCHER
 
 POLL_FIRST, POLL_MAX = 0.01, 0.5
+LEASE_ARGS = ("--lease-seconds", "2", "--lease-scan-seconds", "0.5")
 
 
 def free_port() -> int:
@@ -87,6 +88,10 @@ class Cluster:
             self.address("registry"),
             "--modulestore-address",
             self.address("modulestore"),
+            # A Transfer started again after a kill -9 waits out the dead process's lease on a transfer it
+            # left pending before driving it (server/transfer/leases.py). The default 10 s left a call
+            # there 0.3 s short of its own 10 s deadline; a short lease keeps it well inside.
+            *LEASE_ARGS,
             env={CRASH: str(crash_after)} if crash_after is not None else {},
             launcher=LAUNCHER,
         )
