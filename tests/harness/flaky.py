@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS
+from ggmodules.runtime.channels import MESSAGE_LIMITS, PUSHBACK
 
 # Headers gRPC sets itself; everything else the client sent is forwarded.
 _TRANSPORT_HEADERS = {":authority", "user-agent", "grpc-previous-rpc-attempts", "grpc-accept-encoding",
@@ -37,8 +37,10 @@ class Seen:
 class FlakyProxy:
     def __init__(self, target: str, *, code: grpc.StatusCode = grpc.StatusCode.UNAVAILABLE, fail: int = 2,
                  methods: tuple[str, ...] = ()) -> None:
-        """`methods`: the method names (e.g. "CreateRun") whose attempts fail; empty: every method."""
+        """`methods`: the method names (e.g. "CreateRun") whose attempts fail; empty: every method.
+        `pushback` (set it any time): a `grpc-retry-pushback-ms` the failed attempts carry ("" none)."""
         self.code, self.fail, self.methods = code, fail, methods
+        self.pushback = ""
         self.seen: list[Seen] = []
         self._failed: Counter[str] = Counter()
         self._upstream = grpc.insecure_channel(target, options=list(MESSAGE_LIMITS))
@@ -57,6 +59,8 @@ class FlakyProxy:
         if (not self.methods or name in self.methods) and self._failed[key] < self.fail:
             self._failed[key] += 1
             self.seen.append(Seen(method, metadata, body, self.code.name))
+            if self.pushback:
+                context.set_trailing_metadata(((PUSHBACK, self.pushback),))
             context.abort(self.code, f"injected by the test proxy ({self._failed[key]} of {self.fail})")
         self.seen.append(Seen(method, metadata, body, "forwarded"))
         forwarded = [(k, v) for k, v in metadata.items() if k not in _TRANSPORT_HEADERS]

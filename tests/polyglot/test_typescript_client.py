@@ -109,6 +109,11 @@ def test_r49_the_typescript_client_retries_by_the_service_config_with_one_reques
         code, answer = create_run_through(ts_client, proxy.address, "ts unreachable")
         assert (code, answer["code"]) == (1, "UNAVAILABLE")
         assert len(proxy.attempts("CreateRun")) == 3 + 4
+
+        proxy.pushback = "-1"  # a service that retried its own dependency says not to retry (gRFC A6)
+        code, answer = create_run_through(ts_client, proxy.address, "ts pushed back")
+        assert (code, answer["code"]) == (1, "UNAVAILABLE")
+        assert len(proxy.attempts("CreateRun")) == 3 + 4 + 1
     finally:
         proxy.close()
     with Client(suite.registry.address, suite.modulestore.address) as gg:

@@ -16,7 +16,7 @@ from ggmodules.common.v1 import outbox_service_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2
 from ggmodules.registry.v1 import registry_service_pb2
 from ggmodules.runtime.channels import SERVICE_CHANNEL_OPTIONS, SERVICE_CONFIG, SERVICE_CONFIG_PATH
-from ggmodules.sdk import Client, RetryPolicy
+from ggmodules.sdk import Client, RetryPolicy, ServiceUnavailableError
 from ggmodules.sdk.channels import sdk_service_config
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2
@@ -95,3 +95,34 @@ def test_r49_a_sibling_call_answered_unavailable_is_retried_by_the_calling_servi
     binds = proxy.attempts("BindInstance")
     assert [b.answered for b in binds] == ["UNAVAILABLE", "UNAVAILABLE", "forwarded"]
     assert [b.previous_attempts for b in binds] == [0, 1, 2] and len({b.body for b in binds}) == 1
+
+
+def test_r49_a_call_refused_because_a_sibling_stayed_unreachable_is_not_sent_again_by_the_client(
+    suite: Suite, tmp_path: Any
+) -> None:
+    """Registry's channel to ModuleStore already retries UNAVAILABLE (four attempts); the OpenInstance it then
+    refuses UNAVAILABLE carries a negative retry pushback, so the client's channel, whose policy retries
+    UNAVAILABLE too, sends it once: one OpenInstance and four BindInstance attempts, not four and sixteen
+    (each client retry retrying ModuleStore again: with Transfer over a dead Registry, 5.7 s to the answer
+    instead of 1.4 s). The SDK says one attempt was made; once ModuleStore answers, the instance opens."""
+    modulestore = FlakyProxy(suite.modulestore.address, fail=4, methods=("BindInstance",))
+    url = new_database_url(suite.backend, "pushback-registry", tmp_path)
+    registry = InProcessService(suite.loop, replace(
+        service_config("registry"), database_url=url, modulestore_address=modulestore.address))
+    front = FlakyProxy(registry.address, fail=0)  # forwards every attempt, and counts them
+    try:
+        with Client(front.address, suite.modulestore.address) as gg:
+            run = gg.create_run("pushback", PROFILES)
+            with pytest.raises(ServiceUnavailableError) as refused:
+                gg.open_instance(run.id, "planner")
+            assert refused.value.attempts == 1
+            assert refused.value.metadata.get("dependency") == "ModuleStore", refused.value
+            assert [a.previous_attempts for a in front.attempts("OpenInstance")] == [0]
+            assert [b.answered for b in modulestore.attempts("BindInstance")] == ["UNAVAILABLE"] * 4
+            opened = gg.open_instance(run.id, "planner")  # ModuleStore answers now
+            assert [i.agent_id for i in gg.iter_instances(run.id)] == [opened.id]
+    finally:
+        front.close()
+        registry.stop()
+        modulestore.close()
+        drop_database(url)

@@ -78,7 +78,7 @@ class AsyncTransport(TransportBase):
             return plan.convert(response)
         except grpc.aio.AioRpcError as err:
             raise error_from_status(err.code(), err.details(), await _rich_status(call),
-                                    attempts=self._attempts(plan, err.code())) from err
+                                    attempts=self._attempts(plan, err)) from err
 
     def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
         """A server stream without a deadline: an async iterator of responses that is also the call."""

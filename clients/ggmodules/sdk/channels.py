@@ -19,7 +19,7 @@ import grpc
 
 from ggmodules.modulestore.v1 import modulestore_service_pb2_grpc
 from ggmodules.registry.v1 import registry_service_pb2_grpc
-from ggmodules.runtime.channels import SERVICE_CONFIG, channel_target
+from ggmodules.runtime.channels import PUSHBACK, SERVICE_CONFIG, channel_target
 from ggmodules.sdk.config import ClientConfig, RetryPolicy
 from ggmodules.sdk.credentials import Wallet, bearer
 from ggmodules.sdk.plans import Plan
@@ -104,7 +104,16 @@ class TransportBase:
         """The metadata of a server stream: the client's, the credential `method` carries, the caller's."""
         return (*self._config.metadata, *bearer(self.wallet.pick(method, request)), *metadata)
 
-    def _attempts(self, plan: Plan[Any], code: grpc.StatusCode) -> int:
-        """How many attempts the channel's retry policy allowed a call that ended with `code`."""
+    def _attempts(self, plan: Plan[Any], err: grpc.RpcError) -> int:
+        """How many attempts the channel's retry policy allowed a call that failed with `err`:
+        one when the service told the channel not to retry (a negative `grpc-retry-pushback-ms`: it had
+        retried what it depends on itself)."""
         retry = self._config.retry
-        return retry.max_attempts if plan.retryable and retry.retries(code) else 1
+        if not (plan.retryable and retry.retries(err.code())) or pushed_back(err.trailing_metadata()):
+            return 1
+        return retry.max_attempts
+
+
+def pushed_back(trailers: Any) -> bool:
+    """Whether a call's trailers tell the client not to retry it (gRPC retry pushback, a negative value)."""
+    return any(key == PUSHBACK and str(value).startswith("-") for key, value in trailers or ())

@@ -178,8 +178,13 @@ class ServiceUnavailableError(GGModulesError):
 
     REASON = "UNAVAILABLE"
 
-    def __init__(self, code: grpc.StatusCode, reason: str, message: str, attempts: int = 1) -> None:
-        super().__init__(code, reason, message, {"attempts": str(attempts)})
+    def __init__(
+        self, code: grpc.StatusCode, reason: str, message: str, attempts: int = 1,
+        metadata: dict[str, str] | None = None,
+    ) -> None:
+        # The service's ErrorInfo metadata (e.g. `dependency` and `address`: which service it could not
+        # reach), with `attempts` beside it.
+        super().__init__(code, reason, message, {**(metadata or {}), "attempts": str(attempts)})
         self.attempts = attempts
 
 
@@ -366,7 +371,7 @@ def error_from_status(
             violations = [Violation(v.field, v.description) for v in bad.field_violations]
     message = status.message if status is not None else (details or "")
     if code == grpc.StatusCode.UNAVAILABLE:
-        return ServiceUnavailableError(code, reason, message, attempts)
+        return ServiceUnavailableError(code, reason, message, attempts, metadata)
     if reason:  # the reason wins over the code: INTERNAL with RUN_INTERNAL_ERROR is a RunInternalError
         return GGModulesError.class_for(reason)(code, reason, message, metadata, violations)
     if code == grpc.StatusCode.DEADLINE_EXCEEDED:

@@ -60,7 +60,7 @@ class SyncTransport(TransportBase):
             return plan.convert(response)
         except grpc.RpcError as err:
             raise error_from_status(err.code(), err.details(), _rich_status(err),
-                                    attempts=self._attempts(plan, err.code())) from err
+                                    attempts=self._attempts(plan, err)) from err
 
     def stream(self, service: str, method: str, request: Any, metadata: tuple[tuple[str, str], ...]) -> Any:
         """A server stream without a deadline: an iterator of responses that is also the call (`cancel()`).

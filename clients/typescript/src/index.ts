@@ -168,7 +168,16 @@ function serviceConfigInterceptor(config: ServiceConfig): Interceptor {
         }
         const err = ConnectError.from(cause);
         if (attempt >= attempts || !codes.has(codeName(err.code)) || signal.aborted) throw cause;
+        // Server pushback (gRFC A6): a non-negative integer is the pause before the next attempt; anything
+        // else says not to retry (a service that already retried what it depends on sends -1).
+        const pushback = err.metadata.get("grpc-retry-pushback-ms");
+        if (pushback !== null && !/^\d+$/.test(pushback.trim())) throw cause;
         req.header.set("grpc-previous-rpc-attempts", String(attempt)); // as gRPC's own retries say it
+        if (pushback !== null) {
+          await sleep(Number(pushback), signal);
+          backoff = policy ? seconds(policy.initialBackoff) * 1000 : 0; // and the backoff starts over
+          continue;
+        }
         await sleep(Math.random() * backoff, signal); // gRPC's jitter: uniform in [0, backoff)
         backoff = Math.min(backoff * (policy?.backoffMultiplier ?? 1), seconds(policy?.maxBackoff ?? "0s") * 1000);
       }

@@ -135,10 +135,15 @@ class Unauthenticated(DomainError):
 
 
 class Unavailable(DomainError):
-    """A dependency (another service, the database) cannot be reached; safe to retry."""
+    """A dependency (another service, the database) cannot be reached; safe to retry.
+
+    `retried`: the service already sent the call it could not get through as often as its own retry policy
+    allows (a call to another service of the suite). The caller's client is then told not to send the whole
+    call again at once (runtime/errors.py): retries at each hop would multiply."""
 
     code = Code.UNAVAILABLE
     default_reason = Reason.UNAVAILABLE
+    retried = False
 
 
 class Contention(DomainError):

@@ -58,6 +58,11 @@ SERVER_KEEPALIVE_OPTIONS: tuple[tuple[str, int], ...] = (
     ("grpc.http2.ping_timeout_ms", 10_000),
 )
 
+# gRPC retry pushback (gRFC A6): a trailer by which a server tells the caller's channel when to retry a call,
+# or (a negative value) not to. A service that already retried a dependency it could not reach sends it
+# (runtime/errors.py), so retries do not multiply hop by hop.
+PUSHBACK = "grpc-retry-pushback-ms"
+
 # Retries and default deadlines as data, one gRPC service config for every client of the suite (the services'
 # calls to each other, the Python SDK, the TypeScript client): UNAVAILABLE and ABORTED (contention; nothing
 # was applied) are retried by gRPC itself for every unary method, all of which are reads or carry a
