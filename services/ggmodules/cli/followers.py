@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection
 from ggmodules.runtime.config import ServiceConfig
 from ggmodules.storage.engine import make_engine
 from ggmodules.storage.modulestore.tables import MsOutbox, MsOutboxPosition
-from ggmodules.storage.outbox_pruning import PRUNED_THROUGH, followers_in, forget_follower
+from ggmodules.storage.outbox_pruning import followers_in, forget_follower, pruned_through_in
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegOutboxRow
 
 # service -> (its outbox's rows, its followers' positions)
@@ -72,8 +72,7 @@ def describe(service: str, conn: Connection, rows: Table, positions: Table) -> s
     """The outbox's newest event, how far it is pruned, and each follower, the one holding pruning marked."""
     newest = int(conn.execute(select(func.max(rows.c.origin_seq))).scalar() or 0)
     followers = followers_in(conn, positions)
-    where = positions.c.name == PRUNED_THROUGH
-    pruned = int(conn.execute(select(positions.c.value).where(where)).scalar() or 0)
+    pruned = pruned_through_in(conn, positions)
     lines = [f"{service}: newest event {newest}, pruned through {pruned}, {len(followers)} follower(s)"]
     lowest = min(followers.values(), default=None)
     for follower, at in sorted(followers.items(), key=lambda kv: (kv[1], kv[0])):

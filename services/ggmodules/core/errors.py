@@ -143,7 +143,17 @@ class Unavailable(DomainError):
 
     code = Code.UNAVAILABLE
     default_reason = Reason.UNAVAILABLE
-    retried = False
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        reason: Reason | None = None,
+        metadata: Mapping[str, str] | None = None,
+        retried: bool = False,
+    ) -> None:
+        super().__init__(message, reason=reason, metadata=metadata)
+        self.retried = retried
 
 
 class Contention(DomainError):

@@ -120,12 +120,11 @@ class Dependency:
                 "dependency unreachable", dependency=self.name, address=self.address, method=method,
                 code=code.name, details=err.details(),
             )
-            unavailable = Unavailable(
+            return Unavailable(
                 f"{self.name} at {self.address} cannot be reached ({code.name}); {self._unreachable}",
                 metadata={"dependency": self.name, "address": self.address},
+                retried=True,  # by this channel's retry policy (runtime/channels.py)
             )
-            unavailable.retried = True  # by this channel's retry policy (runtime/channels.py)
-            return unavailable
         refusal = _CALLER_FAULT.get(code)
         if refusal is None:
             return RuntimeError(f"{self.name} answered {method} with {code.name}: {err.details()}")

@@ -165,6 +165,13 @@ def followers_in(conn: Connection, positions: Table) -> dict[str, int]:
     return {str(name)[len(FOLLOWER) :]: int(value) for name, value in rows}
 
 
+def pruned_through_in(conn: Connection, positions: Table) -> int:
+    """How far an outbox may have been pruned, read from its `<prefix>_outbox_positions` table (the hot path
+    reads it with OutboxPositions.pruned_through, a prepared statement)."""
+    where = positions.c.name == PRUNED_THROUGH
+    return int(conn.execute(select(positions.c.value).where(where)).scalar() or 0)
+
+
 def forget_follower(conn: Connection, positions: Table, follower: str) -> int | None:
     """Removes `follower`'s position (`ggmodules followers --forget`): it no longer holds pruning back. The
     position it had; None when it had none."""
