@@ -31,9 +31,9 @@ BY_NAME = {f"{service}:{m.containing_service.name}.{m.name}": (service, m) for s
 # Below the 16 MiB a service receives: a larger body is refused by grpc itself, before any of our code.
 MAX_BODY = 4 * 1024 * 1024
 # The call's credential is minted for the ids in its request (WALLET.credential_for). One minted for an id far
-# past the id limits would not fit in the headers grpc accepts (past 8 KiB it refuses some, past 16 KiB all:
-# RESOURCE_EXHAUSTED, before any of our code); no credential the suite issues is that long (an id is at most
-# 128 characters).
+# past the id limits would not fit in the headers a service accepts (16 KiB, runtime/channels.py: past it
+# RESOURCE_EXHAUSTED from grpc, before any of our code); no credential the suite issues is that long (an id
+# is at most 128 characters).
 MAX_CREDENTIAL = 4096
 
 
