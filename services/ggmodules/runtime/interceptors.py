@@ -35,18 +35,15 @@ from typing import Any
 
 import grpc
 import structlog
-from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 
 from ggmodules.core.errors import DomainError, InvalidArgument, Reason, ResourceExhausted, Unavailable
 from ggmodules.runtime.auth import Guard, Rule, bind_principal, unbind_principal
 from ggmodules.runtime.credentials import Principal
 from ggmodules.runtime.errors import to_status
+from ggmodules.storage.contention import database_unreachable, first_line
 from ggmodules.wire.ids import check_ids
 
 REQUEST_ID_HEADER = "x-request-id"
-# PostgreSQL's idle_in_transaction_session_timeout ended the session (SQLSTATE 25P03; psycopg raises it as
-# an InternalError, SQLAlchemy wraps it so).
-IDLE_IN_TRANSACTION_TIMEOUT = "25P03"
 # A call without an x-request-id header is logged under this process's prefix and a counter: unique like a
 # uuid4, without a system call for randomness on every call.
 _CALL_PREFIX = uuid.uuid4().hex[:16]
@@ -280,11 +277,13 @@ def refusal_of(exc: Exception, log: structlog.typing.FilteringBoundLogger) -> Do
     """What a caller is told of `exc`: a DomainError as it is, a database that cannot be reached or refuses
     a connection (down, restarting, `too many clients`), or ended this session's transaction left idle too
     long (storage/engine.py IDLE_IN_TRANSACTION_MS: the replica had stalled), as UNAVAILABLE, which the
-    service config retries; None for anything else (a defect)."""
-    if isinstance(exc, OperationalError | InterfaceError) or (
-        isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == IDLE_IN_TRANSACTION_TIMEOUT
-    ):
-        first = str(exc.orig or exc).strip().splitlines()[0][:300]
+    service config retries; None for anything else (a defect).
+
+    A connection lost during COMMIT (storage/contention.py `database_unreachable`, the driver's own error)
+    leaves the write's fate unknown to the service; the retry with the same request id that UNAVAILABLE
+    invites answers it either way (R49: the first answer if it committed, the write applied once if not)."""
+    if database_unreachable(exc):
+        first = first_line(exc)
         log.warning("database unavailable", error=first)
         return Unavailable(
             f"the database did not answer or refused a connection ({first}); retry with the same request_id",

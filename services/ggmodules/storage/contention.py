@@ -26,6 +26,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
 
+import psycopg
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
+
 from ggmodules.core.errors import Contention
 from ggmodules.storage.idempotency import ClaimLost
 
@@ -36,6 +39,16 @@ _PG_CONTENTION = frozenset({"40P01", "40001", "55P03", "26000"})
 _PG_UNIQUE = "23505"
 _SQLITE_BUSY = frozenset({sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED})
 _SQLITE_UNIQUE = frozenset({2067, 1555})  # SQLITE_CONSTRAINT_UNIQUE, SQLITE_CONSTRAINT_PRIMARYKEY
+# PostgreSQL's idle_in_transaction_session_timeout ended the session (SQLSTATE 25P03; psycopg raises it as
+# an InternalError, SQLAlchemy wraps it so).
+IDLE_IN_TRANSACTION_TIMEOUT = "25P03"
+# SQLAlchemy's errors for a database that cannot be reached or a connection lost, and the drivers' own,
+# which arrive unwrapped where the suite talks to a driver below SQLAlchemy (storage/pg_pipeline.py, a
+# write's COMMIT among them).
+_UNREACHABLE = (
+    OperationalError, InterfaceError,
+    psycopg.OperationalError, psycopg.InterfaceError, sqlite3.OperationalError,
+)
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,23 @@ class Retries:
 
 
 DEFAULT = Retries()
+
+
+def database_unreachable(exc: BaseException) -> bool:
+    """True when the database could not be reached, refused a connection (down, restarting, `too many
+    clients`), lost it (pg_terminate_backend, a failover), or ended this session's transaction left idle
+    too long (storage/engine.py IDLE_IN_TRANSACTION_MS: the process had stalled): a condition of the
+    database, not a defect; the next attempt, on a fresh connection, may go through."""
+    return isinstance(exc, _UNREACHABLE) or (
+        isinstance(exc, DBAPIError) and getattr(exc.orig, "sqlstate", None) == IDLE_IN_TRANSACTION_TIMEOUT
+    )
+
+
+def first_line(exc: BaseException) -> str:
+    """The driver's first line of a database error (SQLAlchemy's own adds the statement and a link), at most
+    300 characters: what a refusal or a log line quotes."""
+    text = str(getattr(exc, "orig", None) or exc).strip()
+    return text.splitlines()[0][:300] if text else type(exc).__name__
 
 
 def lost_to_concurrency(exc: BaseException) -> bool:

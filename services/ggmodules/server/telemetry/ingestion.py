@@ -29,6 +29,7 @@ from ggmodules.internal.v1 import outbox_service_pb2_grpc as pb_grpc
 from ggmodules.runtime.channels import service_channel
 from ggmodules.runtime.outbox_service import EVENT_LOG_HEADER, RELAY_FOLLOWER
 from ggmodules.runtime.security import INSECURE, Security
+from ggmodules.storage.contention import database_unreachable, first_line
 from ggmodules.storage.telemetry.eventlog import EventLog
 
 HEARTBEAT_MS = 1000
@@ -67,6 +68,7 @@ class Follower:
         self.head_origin_seq = 0
         self.stored_origin_seq = 0
         self._resume_at = 0  # past a gap the origin reported (see the module doc)
+        self._stored_any = False  # whether the current connection stored anything yet
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run(), name=f"follow-{self.origin}")
@@ -89,6 +91,7 @@ class Follower:
     async def _follow_forever(self, stub: pb_grpc.OutboxServiceStub) -> None:
         delay = BACKOFF_MIN
         while True:
+            self._stored_any = False
             try:
                 if await self._follow(stub):
                     delay = BACKOFF_MIN
@@ -97,8 +100,18 @@ class Follower:
                     self._log.info("origin unreachable", code=err.code().name, retry_in=delay)
             except TimeoutError:
                 self._log.info("origin silent; reconnecting", retry_in=delay)
-            except Exception:
-                self._log.exception("following failed", retry_in=delay)
+            except Exception as exc:
+                # A link that stored events before it failed was working: it starts again at the shortest
+                # pause, so a database that drops connections now and then (a failover, an operator's
+                # pg_terminate_backend) never holds events back for longer. Measured with Telemetry's
+                # sessions ended 12 times in 8 s: the pause had grown to 2 s, events waited that long.
+                if self._stored_any:
+                    delay = BACKOFF_MIN
+                if database_unreachable(exc):  # the log's database, not a defect: it is tried again
+                    error = first_line(exc)
+                    self._log.warning("event log's database unavailable", error=error, retry_in=delay)
+                else:
+                    self._log.exception("following failed", retry_in=delay)
             await asyncio.sleep(delay)
             delay = min(delay * 2, BACKOFF_MAX)
 
@@ -133,6 +146,7 @@ class Follower:
                     await self._event_log.published_by_origin(self.origin, response.relayed_origin_seq)
                     stored = response.relayed_origin_seq
                 if stored:
+                    self._stored_any = True
                     self._durable = stored
                     self._to_ack.set()
                     self.stored_origin_seq = stored

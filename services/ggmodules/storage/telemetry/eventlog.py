@@ -28,6 +28,7 @@ from sqlalchemy import text
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter, check_retained, start_position
 from ggmodules.storage.commits import CommitListener, listen_for_commits
+from ggmodules.storage.contention import database_unreachable, first_line
 from ggmodules.storage.telemetry.recent import StoredEvent, StreamRead
 from ggmodules.storage.telemetry.repository import TelemetryRepository
 
@@ -133,8 +134,12 @@ class SqlEventLog:
     async def _pack(self) -> None:
         try:
             await asyncio.to_thread(self.repo.pack, PACK_STEP)
-        except Exception:
-            _log.exception("packing events failed; trying again after the next write")
+        except Exception as exc:
+            if database_unreachable(exc):
+                _log.warning("packing events: database unavailable; trying again after the next write",
+                             error=first_line(exc))
+            else:
+                _log.exception("packing events failed; trying again after the next write")
         finally:
             self._packing = None
 
