@@ -175,3 +175,26 @@ def test_an_unknown_run_or_store_is_a_page_that_says_so(web_suite: Suite) -> Non
     with pytest.raises(urllib.error.HTTPError) as refused:
         urllib.request.urlopen(f"{web_suite.web.url}/runs/{run.id}/modules?store=tasks-9", timeout=30)
     assert refused.value.code == 404 and "tasks-9" in refused.value.read().decode()
+
+
+def test_r47_a_hostile_address_is_refused_4xx_saying_why_never_5xx_or_redirected(web_suite: Suite) -> None:
+    """Found by requesting odd addresses: a 5,000-character asset name was 500 (aiohttp's static route,
+    ENAMETOOLONG), and a run id with NUL or a line break was redirected (302, the line break silently
+    dropped from the new address) or its event stream opened (200), where the pages refuse it 400."""
+    too_long = "x" * 5000
+    for path, code, words in (
+        (f"/static/{too_long}", 404, "no asset by that name"),
+        ("/static/..%2Fserver.py", 404, "no asset by that name"),
+        ("/runs/run%00", 400, "run_id"),
+        ("/runs/run%0D%0ASet-Cookie:%20x=1/", 400, "run_id"),
+        ("/runs/run%0A1/events", 400, "run_id"),
+        (f"/runs/{'r' * 200}/events?after=0", 400, "run_id is 200 characters long"),
+        ("/runs/run-000000000000/instances?agent=a%00b", 400, "agent"),
+        ("/runs/run-000000000000/modules?store=s%0Ds", 400, "store"),
+    ):
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(web_suite.web.url + path, timeout=30)
+        assert refused.value.code == code, path[:80]
+        assert words in refused.value.read().decode(), path[:80]
+    with urllib.request.urlopen(web_suite.web.url + "/static/console.css", timeout=30) as asset:
+        assert asset.headers["Content-Type"].startswith("text/css") and b"{" in asset.read()

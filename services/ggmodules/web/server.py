@@ -18,10 +18,13 @@ import grpc
 import structlog
 from aiohttp import web
 
+from ggmodules.core.errors import InvalidArgument
+from ggmodules.core.ids import check_id
 from ggmodules.web import agents_view, instances_view, modules_view, render
 from ggmodules.web.telemetry import RunViews, TelemetryReader
 
 STATIC = Path(__file__).parent / "static"
+STATIC_FILES = {path.name: path for path in sorted(STATIC.iterdir()) if path.is_file()}
 # How often an idle event stream carries a comment, so proxies and the browser keep it open.
 SSE_KEEPALIVE_SECONDS = 15.0
 # Before following the stream again after Telemetry went away.
@@ -112,7 +115,15 @@ def _html(text: str, status: int = 200) -> web.Response:
 
 @web.middleware
 async def refusals(request: web.Request, handler: Handler) -> web.StreamResponse:
-    """Telemetry's refusal as a page a person can act on."""
+    """Telemetry's refusal as a page a person can act on; so is a malformed run id, agent id or store id in
+    the address, refused here as the services refuse it (core/ids.py), before it is redirected to, streamed
+    or sent to Telemetry."""
+    try:
+        check_id("run_id", request.match_info.get("run_id", ""))
+        for field in ("agent", "store"):
+            check_id(field, request.query.get(field, ""))
+    except InvalidArgument as refused:
+        return _html(render.error_page("Not an address of this console", refused.message), 400)
     try:
         return await handler(request)
     except grpc.aio.AioRpcError as err:
@@ -192,6 +203,16 @@ async def run_events(request: web.Request) -> web.StreamResponse:
             await response.write(b": idle\n\n")
 
 
+async def static_file(request: web.Request) -> web.FileResponse:
+    """One of the console's own assets by name, anything else 404. Not aiohttp's static route: that answered
+    a name longer than the file system takes with 500 (ENAMETOOLONG)."""
+    path = STATIC_FILES.get(request.match_info["name"])
+    if path is None:
+        assets = ", ".join(STATIC_FILES)
+        raise web.HTTPNotFound(text=f"the console has no asset by that name; it has {assets}")
+    return web.FileResponse(path)
+
+
 async def _follow(app: web.Application) -> AsyncIterator[None]:
     task = asyncio.create_task(app[WATCH].follow())
     yield
@@ -213,5 +234,5 @@ def build_app(reader: TelemetryReader, log: structlog.typing.FilteringBoundLogge
     app.router.add_get("/runs/{run_id}/modules", modules_page)
     app.router.add_get("/runs/{run_id}/agents", agents_page)
     app.router.add_get("/runs/{run_id}/events", run_events)
-    app.router.add_static("/static/", STATIC)
+    app.router.add_get("/static/{name}", static_file)
     return app
