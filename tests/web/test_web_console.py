@@ -3,7 +3,9 @@ processes: what a person sees, and that it says what the Inspect RPCs say."""
 
 from __future__ import annotations
 
+import http.client
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -198,3 +200,12 @@ def test_r47_a_hostile_address_is_refused_4xx_saying_why_never_5xx_or_redirected
         assert words in refused.value.read().decode(), path[:80]
     with urllib.request.urlopen(web_suite.web.url + "/static/console.css", timeout=30) as asset:
         assert asset.headers["Content-Type"].startswith("text/css") and b"{" in asset.read()
+    # A run id is quoted where the console makes an address of it: the redirect stays under /runs/.
+    address = urllib.parse.urlsplit(web_suite.web.url)
+    connection = http.client.HTTPConnection(address.hostname, address.port, timeout=30)
+    try:
+        connection.request("GET", "/runs/..%2F..%2Fetc")
+        answer = connection.getresponse()
+        assert (answer.status, answer.getheader("Location")) == (302, "/runs/..%2F..%2Fetc/instances")
+    finally:
+        connection.close()

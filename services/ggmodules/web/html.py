@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from html import escape
-from urllib.parse import urlencode
+from urllib.parse import quote, urlencode
 
 from ggmodules.common.v1 import common_pb2
 from ggmodules.core.console.views import Badge
@@ -50,7 +50,7 @@ def cost_html(cost: common_pb2.Cost) -> str:
 
 def run_url(run_id: str, tab: str, **query: str) -> str:
     q = {k: v for k, v in query.items() if v}
-    return f"/runs/{e(run_id)}/{tab}" + (f"?{e(urlencode(q))}" if q else "")
+    return f"/runs/{quote(run_id, safe='')}/{tab}" + (f"?{e(urlencode(q))}" if q else "")
 
 
 def file_url(run_id: str, agent_id: str, file: str) -> str:

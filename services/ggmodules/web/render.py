@@ -31,7 +31,7 @@ def page(title: str, body: str, *, run_id: str = "", tab: str = "", views: RunVi
             href = run_url(run_id, t)
             links.append(f'<a class="tab" data-tab="{t}" href="{href}"{current}>{t.title()}</a>')
         nav = f'<nav class="tabs">{"".join(links)}</nav>'
-        events = f' data-events="/runs/{e(run_id)}/events" data-cursor="{views.instances.cursor}"'
+        events = f' data-events="{run_url(run_id, "events")}" data-cursor="{views.instances.cursor}"'
     run = f'<span class="run-id">{e(run_id)}</span>' if run_id else ""
     return (
         "<!doctype html>\n"

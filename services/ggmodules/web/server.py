@@ -21,6 +21,7 @@ from aiohttp import web
 from ggmodules.core.errors import InvalidArgument
 from ggmodules.core.ids import check_id
 from ggmodules.web import agents_view, instances_view, modules_view, render
+from ggmodules.web.html import run_url
 from ggmodules.web.telemetry import RunViews, TelemetryReader
 
 STATIC = Path(__file__).parent / "static"
@@ -148,7 +149,7 @@ def _respond(request: web.Request, run_id: str, tab: str, views: RunViews, inner
 
 
 async def run_root(request: web.Request) -> web.Response:
-    raise web.HTTPFound(f"/runs/{request.match_info['run_id']}/instances")
+    raise web.HTTPFound(run_url(request.match_info["run_id"], "instances"))
 
 
 async def instances_page(request: web.Request) -> web.Response:
