@@ -201,3 +201,17 @@ def test_a_kept_model_reads_and_folds_only_what_arrived_since_the_last_request(s
     assert asked_after == [0, first.cursor]
     assert second == suite.loop.run(Console(loader).inspect_instances(request))  # as a fresh fold reads it
     assert second == run.views().instances  # and as Telemetry's own console answers
+
+
+def test_the_text_console_draws_what_writers_chose_as_text_never_as_markup_or_terminal_control(
+    suite: Suite,
+) -> None:
+    """A model's "[/INST]" in a message ended the console with rich's MarkupError; "[link=…]" became a
+    link; an escape sequence in a message went to the operator's terminal as it was."""
+    run = Run.create(suite, profile("chat"))
+    a = run.open("chat")
+    run.say(a, "done [/INST] see [link=http://x]y[/link] \x1b]0;title\x07 \x1b[31mred")
+    text = text_of(run)
+    assert "\x1b" not in text and "\x07" not in text
+    said = "turn 1 #1 user: done [/INST] see [link=http://x]y[/link] \\x1b]0;title\\x07 \\x1b[31mred"
+    assert any(line.endswith(said) for line in section(text, "Instances")), section(text, "Instances")

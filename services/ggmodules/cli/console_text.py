@@ -46,7 +46,7 @@ def cost_text(cost: common_pb2.Cost) -> str:
 def render(run_id: str, views: RunViews) -> RenderableType:
     """Instances, Modules (only where the run has that view, R41) and Agents."""
     parts: list[RenderableType] = [
-        Text(f"run {run_id}  (cursor {views.instances.cursor})", style="bold"),
+        _text(f"run {run_id}  (cursor {views.instances.cursor})", "bold"),
         _title("Instances"),
         *instances(views.instances),
     ]
@@ -83,14 +83,15 @@ def instances(view: pb.InspectInstancesResponse) -> list[RenderableType]:
 
 def _folder(f: tel.InstanceFolder) -> Tree:
     state = "running" if f.running else "stopped"
-    tree = Tree(Text.assemble((f.agent_id, "bold"), f"  [{f.profile or '?'}, {f.cause or '?'}, {state}]"))
-    tree.add(Text("  ".join(f.files), style="dim"))
-    folder = tree.add("modules/")
+    title = _text(f.agent_id, "bold").append_text(_text(f"  [{f.profile or '?'}, {f.cause or '?'}, {state}]"))
+    tree = Tree(title)
+    tree.add(_text("  ".join(f.files), "dim"))
+    folder = tree.add(_text("modules/"))
     for m in f.modules:
         _module_file(folder, m)
     for label, ids in (("forks", f.forks), ("successors", f.successors), ("subagents", f.subagents)):
         if ids:
-            tree.add(f"{label}: {', '.join(ids)}")
+            tree.add(_text(f"{label}: {', '.join(ids)}"))
     return tree
 
 
@@ -102,20 +103,20 @@ def _module_file(folder: Tree, m: tel.ModuleFile) -> None:
         f"{'rw' if s.may_write else 'ro'}  cost this window: {cost_text(s.cost_this_window)}  "
         f"all holders: {cost_text(s.cost_all_holders)}" + (f"  {' · '.join(marks)}" if marks else "")
     )
-    node = folder.add(line)
+    node = folder.add(_text(line))
     if s.co_holders:
-        node.add("co-holders: " + ", ".join(f"{c.agent_id}:{c.file}" for c in s.co_holders))
+        node.add(_text("co-holders: " + ", ".join(f"{c.agent_id}:{c.file}" for c in s.co_holders)))
     if s.lifetime:
         last = s.lifetime[-1]
         cause = f" ({last.cause})" if last.cause else ""
         count = f"{len(s.lifetime)} entr{'y' if len(s.lifetime) == 1 else 'ies'}"
-        node.add(f"lifetime: {count}; last {last.what} by {last.agent_id}{cause}")
+        node.add(_text(f"lifetime: {count}; last {last.what} by {last.agent_id}{cause}"))
     for t in m.turns:
         for msg in t.messages:
-            node.add(f"turn {t.turn} #{msg.seq} {msg.role}: {_short(msg.content)}")
+            node.add(_text(f"turn {t.turn} #{msg.seq} {msg.role}: {_short(msg.content)}"))
     if m.HasField("figures"):
         fg = m.figures
-        node.add(f"{fg.items} items   {fg.bytes} bytes   {fg.writes} writes")
+        node.add(_text(f"{fg.items} items   {fg.bytes} bytes   {fg.writes} writes"))
 
 
 # ---- Modules -------------------------------------------------------------------------------------------
@@ -138,14 +139,14 @@ def _overview(o: tel.KindOverview) -> Group:
     for r in o.stores:
         marks = _marks(r.shared, r.link_count, r.handed_on, r.dropped)
         table.add_row(
-            r.store_id,
-            ", ".join(r.holders),
+            _text(r.store_id),
+            _text(", ".join(r.holders)),
             str(r.running_holders),
             " · ".join(marks),
             "written" if r.written else "never written",
             cost_text(r.cost),
         )
-    return Group(Text(title, style="bold"), table)
+    return Group(_text(title, "bold"), table)
 
 
 # ---- Agents --------------------------------------------------------------------------------------------
@@ -159,9 +160,17 @@ def agents(profiles: Iterable[tel.ProfileSection]) -> list[RenderableType]:
             table.add_column(column, overflow="fold")
         for row in p.modules:
             badge = Badge(row.badge).word if row.badge else "?"
-            table.add_row(kind_word(row.kind), badge, ", ".join(row.store_ids), row.note)
-        out.append(Group(Text(f"{p.profile}: {', '.join(p.instances)}", style="bold"), table))
+            table.add_row(kind_word(row.kind), badge, _text(", ".join(row.store_ids)), _text(row.note))
+        out.append(Group(_text(f"{p.profile}: {', '.join(p.instances)}", "bold"), table))
     return out
+
+
+def _text(value: str, style: str = "") -> Text:
+    """What a run's writers chose (a message, a profile name, a cause, a note) as text to draw, never as
+    rich markup (a model's "[/INST]" in a message ended the console with a MarkupError; "[link=…]" made a
+    link) and without control characters (an escape sequence in a message would reach the operator's
+    terminal): each is shown as its escape, `\\x1b`."""
+    return Text("".join(ch if ch.isprintable() else ascii(ch)[1:-1] for ch in value), style=style)
 
 
 def _short(text: str, width: int = 72) -> str:
