@@ -5,8 +5,8 @@ ModuleStore beside it, each on its own SQLite file). The no-op is the standard h
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
 `telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `fanout`, `auth`, `latency`,
-`session`, `writes`) prints one section. Every service runs with auth on (the harness's keys); `auth`
-sets append through the credential check beside append on a --insecure-dev ModuleStore.
+`session`, `writes`, `store-size`) prints one section. Every service runs with auth on (the harness's
+keys); `auth` sets append through the credential check beside append on a --insecure-dev ModuleStore.
 
 Each section is a module of tests/bench with a `figures(quick)` that prints it; `SECTIONS` below names them in
 the order a full run prints them. A new section: a module tests/bench/<name>.py and one line in SECTIONS.
@@ -25,6 +25,7 @@ from tests.bench import (
     latency,
     modulestore,
     session,
+    store_size,
     telemetry,
     transfer,
     writes,
@@ -44,6 +45,7 @@ SECTIONS: dict[str, Callable[[bool], None]] = {
     "latency": latency.figures,
     "session": session.figures,
     "writes": writes.figures,
+    "store-size": store_size.figures,
 }
 
 
