@@ -4,7 +4,7 @@ A board, like a task list, a memories store and a skills catalogue, keeps its it
 store's row (`ms_stores.state`, core/modules/states.py): every write reads that value, decodes it, applies
 the change, encodes it and writes it back whole. So a one-line write to a full store moves the whole store,
 twice, and its cost follows the store's size rather than the write's. This section shows it: the same small
-`create_issue` on an empty board and on boards of about 0.5, 1 and 1.9 MB (issues with 6 KB bodies; a store
+`create_issue` on an empty board and on boards of about 0.5, 1 and 1.9 MB (issues with 6 KB of text; a store
 holds at most 2 MB by default), one caller, ModuleStore as its own process on SQLite and on PostgreSQL.
 Target: a small write to a full store costs at most 2x the same write to an empty one (what a write costs
 should follow what it writes). Figures only: nothing passes or fails.
@@ -23,11 +23,12 @@ from ggmodules.common.v1 import common_pb2
 from ggmodules.modulestore.v1 import modulestore_pb2
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as MS
 from tests.bench.common import PG_DEFAULT
-from tests.bench.growth import bind, binding
+from tests.bench.growth import bind, binding, payloads
 from tests.harness import ServiceProcess, drop_database, new_database_url, open_channel, stubs
 
-BODY = "x" * 6000
-# Issues of BODY before each measurement: about 0, 0.5, 1 and 1.9 MB on the board.
+# Issue bodies of 6,000 bytes of made-up text (growth.payloads: Zipf-vocabulary words, as compressible as
+# prose, no more); FILLS of them before each measurement: about 0, 0.5, 1 and 1.9 MB on the board.
+BODY_BYTES = 6000
 FILLS = (0, 85, 85, 150)
 TARGET = 2.0
 
@@ -50,9 +51,10 @@ def board_costs(directory: Path, backend: str, pg_url: str, samples: int) -> Non
         history = binding(common_pb2.KIND_HISTORY, modulestore_pb2.BIND_ACTION_CREATE)
         create = binding(common_pb2.KIND_BOARD, modulestore_pb2.BIND_ACTION_CREATE)
         board = bind(stub, run, "a-0", history, create)[common_pb2.KIND_BOARD]
+        bodies = iter(payloads("text", sum(FILLS), BODY_BYTES))
         for fill in FILLS:
             for i in range(fill):
-                stub.Write(_create(run, "a-0", board, f"filler {i}", BODY))
+                stub.Write(_create(run, "a-0", board, f"filler {i}", next(bodies)))
             timed = []
             for i in range(samples + 5):
                 t0 = time.perf_counter()
