@@ -2,8 +2,9 @@
 
 A board, like a task list, a memories store and a skills catalogue, keeps its items as one JSON value in its
 store's row (`ms_stores.state`, core/modules/states.py): every write reads that value, decodes it, applies
-the change, encodes it and writes it back whole. So a one-line write to a full store moves the whole store,
-twice, and its cost follows the store's size rather than the write's. This section shows it: the same small
+the change, encodes it and writes it back whole, and the write's event carries the store's whole contents
+(the snapshot the consoles read). So a one-line write to a full store moves the whole store three times, and
+its cost follows the store's size rather than the write's. This section shows it: the same small
 `create_issue` on an empty board and on boards of about 0.5, 1 and 1.9 MB (issues with 6 KB of text; a store
 holds at most 2 MB by default), one caller, ModuleStore as its own process on SQLite and on PostgreSQL.
 Target: a small write to a full store costs at most 2x the same write to an empty one (what a write costs
