@@ -99,8 +99,9 @@ screenshots: setup chromium
 run: setup
 	$(VENV)/bin/ggmodules up
 
+# ARGS="--only latency" (one section) or ARGS="--quick" passes options through.
 bench: setup
-	$(PY) -m tests.bench.run
+	$(PY) -m tests.bench.run $(ARGS)
 
 # py-spy profiles of the service processes on each issue 10 workload (tests/bench/profile.py; needs ptrace,
 # i.e. root here). ARGS="--only p1-sqlite --seconds 20 --native" passes options through.

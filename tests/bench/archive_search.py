@@ -1,5 +1,5 @@
-"""`make bench --only archive`: SearchArchive over archives of 1,000 and 100,000 threads, and archive_thread
-with its index, each beside a no-op RPC of the same ModuleStore process.
+"""`make bench ARGS="--only archive"`: SearchArchive over archives of 1,000 and 100,000 threads, and
+archive_thread with its index, each beside a no-op RPC of the same ModuleStore process.
 
 The threads are made-up English-like text: words drawn from a vocabulary of 20,000 by a Zipf law, as words
 are in real text, so a rare word is in few threads and a common one in many.

@@ -1,6 +1,6 @@
-"""`make bench --only fanout` (issue 14): what a write to a store held by H agents costs now that it is stored
-once (one outbox row, the holders' snapshots derived when the outbox is read, storage/fan_out.py), and how
-fast Telemetry takes in the derived events.
+"""`make bench ARGS="--only fanout"` (issue 14): what a write to a store held by H agents costs now that it is
+stored once (one outbox row, the holders' snapshots derived when the outbox is read, storage/fan_out.py), and
+how fast Telemetry takes in the derived events.
 
 ModuleStore (and, for the second figure, Registry and Telemetry) run as their own OS processes. For each H
 the write figures are the median of three rounds; the ratio is H=256 against H=1 of the same backend.

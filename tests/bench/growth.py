@@ -1,5 +1,5 @@
-"""`make bench --only growth` (issue 14): what the suite stores per byte written, what a write costs as its
-store gains holders, and whether a long-lived database stays flat once pruned.
+"""`make bench ARGS="--only growth"` (issue 14): what the suite stores per byte written, what a write costs as
+its store gains holders, and whether a long-lived database stays flat once pruned.
 
 ModuleStore, Registry and Telemetry run as their own OS processes on SQLite files (holder costs on
 PostgreSQL too). ModuleStore prunes every 0.5 s with a margin of 100 events and forgets request ids after

@@ -1,5 +1,5 @@
-"""`make bench --only session`: an acknowledged, durable history append on a write Session beside the no-op
-unary call (health Check) and the unary append, ModuleStore in its own process on SQLite and PostgreSQL.
+"""`make bench ARGS="--only session"`: an acknowledged, durable history append on a write Session beside the
+no-op unary call (health Check) and the unary append, ModuleStore in its own process on SQLite and PostgreSQL.
 
 Measured in alternating batches so every figure sees the same machine load; each sample is one write sent
 and its durable acknowledgement received (one at a time: the next is sent after the previous is answered).

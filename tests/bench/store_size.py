@@ -1,4 +1,5 @@
-"""`make bench --only store-size`: what a small write to a board costs as the board fills up to its cap.
+"""`make bench ARGS="--only store-size"`: what a small write to a board costs as the board fills up to its
+cap.
 
 A board, like a task list, a memories store and a skills catalogue, keeps its items as one JSON value in its
 store's row (`ms_stores.state`, core/modules/states.py): every write reads that value, decodes it, applies

@@ -1,4 +1,4 @@
-"""`make bench --only transfer` (issue 10 P4): exec and transition of six kinds against the no-op.
+"""`make bench ARGS="--only transfer"` (issue 10 P4): exec and transition of six kinds against the no-op.
 
 Transfer, Registry and ModuleStore run as three processes on SQLite files, auth on. An agent holding all
 six kinds (a history of N messages) execs into the other profile again and again (each successor is the

@@ -1,4 +1,4 @@
-"""`make bench --only writes` (issue 10 P1, P2): a history append beside the no-op, one caller and 32.
+"""`make bench ARGS="--only writes"` (issue 10 P1, P2): a history append beside the no-op, one caller and 32.
 
 ModuleStore runs as its own OS process with auth on, on a SQLite file and on PostgreSQL. The no-op is the
 health Check of the same server through the same kind of channel.
