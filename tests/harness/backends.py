@@ -51,3 +51,23 @@ def _admin(server_url: str, statement: str) -> None:
             conn.execute(text(statement))
     finally:
         admin.dispose()
+
+
+def psycopg_dsn(url: str, database: str = "") -> str:
+    """A SQLAlchemy PostgreSQL URL as psycopg connects to it (another `database` on the same server if
+    given): for what a test does on the server beside the services."""
+    parsed = make_url(url).set(drivername="postgresql")
+    return (parsed.set(database=database) if database else parsed).render_as_string(hide_password=False)
+
+
+def end_sessions(url: str) -> int:
+    """pg_terminate_backend for every session on `url`'s database, as a failover or an operator ends them:
+    how many were ended."""
+    import psycopg  # only the PostgreSQL tests need it
+
+    with psycopg.connect(psycopg_dsn(url, "postgres"), autocommit=True) as admin:
+        ended = admin.execute(
+            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
+            (make_url(url).database,),
+        ).fetchone()
+    return int(ended[0]) if ended is not None else 0

@@ -15,12 +15,11 @@ from pathlib import Path
 import grpc
 import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import Suite, open_channel, refused, stubs
-from tests.harness.backends import needs_postgres
+from tests.harness.backends import needs_postgres, psycopg_dsn
 from tests.harness.modulestore import Agent, contents, messages, new_run, open_agent
 
 pytestmark = needs_postgres
@@ -42,8 +41,7 @@ def suite(tmp_path: Path) -> Iterator[Suite]:
 
 
 def database(suite: Suite) -> psycopg.Connection:
-    url = make_url(suite.urls["modulestore"]).set(drivername="postgresql")
-    return psycopg.connect(url.render_as_string(hide_password=False), autocommit=True)
+    return psycopg.connect(psycopg_dsn(suite.urls["modulestore"]), autocommit=True)
 
 
 def say(modulestore: object, agent: Agent, text: str, request_id: str) -> svc.WriteResponse:

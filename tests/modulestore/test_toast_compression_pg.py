@@ -10,12 +10,11 @@ from pathlib import Path
 
 import psycopg
 import pytest
-from sqlalchemy.engine import make_url
 
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
 from tests.harness import Suite
-from tests.harness.backends import needs_postgres
+from tests.harness.backends import needs_postgres, psycopg_dsn
 from tests.harness.modulestore import append, new_run, open_agent, write
 
 pytestmark = needs_postgres
@@ -34,8 +33,7 @@ def test_long_values_are_stored_with_lz4_where_the_server_has_it(suite: Suite) -
     agent = open_agent(suite.ms, new_run(), "coder-0")
     append(suite.ms, agent, TEXT)
     write(suite.ms, agent, c.KIND_TASKS, create_task=svc.CreateTask(title="t", description=TEXT))
-    url = make_url(suite.urls["modulestore"]).set(drivername="postgresql")
-    with psycopg.connect(url.render_as_string(hide_password=False)) as db:
+    with psycopg.connect(psycopg_dsn(suite.urls["modulestore"])) as db:
         row = db.execute(
             "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
         ).fetchone()

@@ -8,15 +8,13 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import psycopg
-from sqlalchemy.engine import make_url
-
 from ggmodules.common.v1 import common_pb2 as c
 from ggmodules.common.v1 import event_pb2
 from ggmodules.core.telemetry.streams import StreamFilter
+from ggmodules.server.telemetry.ingestion import BACKOFF_MIN
 from ggmodules.storage.telemetry import TelemetryRepository
 from tests.harness import Suite, is_write_of
-from tests.harness.backends import needs_postgres
+from tests.harness.backends import end_sessions, needs_postgres
 from tests.harness.modulestore import new_run, open_agent
 
 pytestmark = needs_postgres
@@ -30,14 +28,7 @@ def test_r48_a_killed_session_costs_at_most_the_batch_in_flight_which_is_stored_
     pg_repo: TelemetryRepository,
 ) -> None:
     assert pg_repo.ingest("modulestore", [_event(1)]) == 1
-    url = make_url(pg_repo.engine.url.render_as_string(hide_password=False))
-    dsn = url.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        killed = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
-            (url.database,),
-        ).fetchone()
-    assert killed is not None and killed[0] >= 1
+    assert end_sessions(pg_repo.engine.url.render_as_string(hide_password=False)) >= 1
 
     failures = 0
     for _ in range(2):  # the follower's resend of a batch that failed
@@ -53,19 +44,6 @@ def test_r48_a_killed_session_costs_at_most_the_batch_in_flight_which_is_stored_
 
 
 KILLS = 6
-BACKOFF_MIN = 0.05  # server/telemetry/ingestion.py: a follower's shortest pause before it follows again
-
-
-def end_sessions(database_url: str) -> int:
-    """pg_terminate_backend for every session on the database (a failover, an operator): how many."""
-    url = make_url(database_url)
-    dsn = url.set(drivername="postgresql", database="postgres").render_as_string(hide_password=False)
-    with psycopg.connect(dsn, autocommit=True) as admin:
-        ended = admin.execute(
-            "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = %s",
-            (url.database,),
-        ).fetchone()
-    return int(ended[0]) if ended is not None else 0
 
 
 def test_r48_telemetry_whose_sessions_keep_being_ended_delivers_every_event_and_logs_no_error(

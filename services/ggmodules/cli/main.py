@@ -28,6 +28,7 @@ from ggmodules.runtime.logging import configure_logging
 from ggmodules.runtime.observability import Observe, install_client_tracing, tracer_provider
 from ggmodules.runtime.security import SecurityConfigError
 from ggmodules.runtime.server import Service, serve_forever
+from ggmodules.storage.contention import first_line
 
 # service name -> module with `build_service(config, log) -> Service`
 SERVICES = {
@@ -62,7 +63,7 @@ def run_service(name: str, argv: Sequence[str], build: Callable[..., Service] | 
     except OperationalError as err:  # the database did not answer the start's migration
         log.debug("database unreachable at start", exc_info=True)
         where = make_url(config.database_url).render_as_string(hide_password=True)
-        cause = str(err.orig or err).strip().splitlines()[0]
+        cause = first_line(err)
         sys.exit(f"ggmodules {name}: the database at {where} does not answer: {cause}")
     install_client_tracing(provider)
     observe = Observe(tracer_provider=provider, metrics_port=config.metrics_port)

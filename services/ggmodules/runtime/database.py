@@ -8,6 +8,7 @@ import structlog
 from sqlalchemy.engine import Engine
 
 from ggmodules.runtime.config import ServiceConfig
+from ggmodules.storage.contention import first_line
 from ggmodules.storage.engine import make_engine, pool_capacity
 
 
@@ -17,7 +18,7 @@ def open_engine(config: ServiceConfig, log: structlog.typing.FilteringBoundLogge
     try:
         capacity = pool_capacity(engine, config.pool_size, config.pool_max_overflow)
     except Exception as err:  # the database is away: migrating (next) says so, with the URL's server
-        log.warning("database pool capacity unknown", error=str(err).splitlines()[0] if str(err) else "")
+        log.warning("database pool capacity unknown", error=first_line(err))
         return engine
     if capacity is not None:
         log.info(

@@ -13,6 +13,7 @@ from grpc_health.v1.health import aio as health_aio
 from sqlalchemy import text
 from sqlalchemy.engine import Engine
 
+from ggmodules.storage.contention import first_line
 from ggmodules.storage.engine import CONNECT_TIMEOUT_SECONDS
 
 PROBE_INTERVAL_SECONDS = 1.0
@@ -75,7 +76,7 @@ class HealthWatch:
                 serving, what, error = True, "", ""
             except Exception as err:  # any failure to answer: the database is away for this replica
                 serving, what = False, "database"
-                error = str(err).splitlines()[0] if str(err) else type(err).__name__
+                error = first_line(err)
             if serving and self._reachable is not None and not await self._reachable():
                 serving, what, error = False, "event log", "does not answer"
             if serving != self._serving:

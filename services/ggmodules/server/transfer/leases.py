@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import structlog
 
 from ggmodules.runtime.inline import Runner
+from ggmodules.storage.contention import first_line
 from ggmodules.storage.transfer import TransferRepository
 
 # How often a call waiting on another replica's lease looks at the journal again.
@@ -112,5 +113,5 @@ class Leases:
                     return
             except Exception as err:  # the database is away: try again; the save fences a stale holder
                 self._log.warning("cannot renew a transfer lease", transfer_id=holding.transfer_id,
-                                  error=str(err).splitlines()[0] if str(err) else "")
+                                  error=first_line(err))
             await asyncio.sleep(self.terms.seconds / 3)
