@@ -7,6 +7,7 @@ background interval; the margin is 0 so each pass prunes everything acknowledged
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,20 +15,30 @@ from pathlib import Path
 
 import grpc
 import pytest
+import structlog
+import structlog.testing
 from sqlalchemy import func, select
 
 from ggmodules.common.v1 import event_pb2
 from ggmodules.common.v1 import outbox_service_pb2 as ob
+from ggmodules.core.telemetry.streams import Retention
 from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.modulestore.v1 import modulestore_pb2 as ms_pb
 from ggmodules.modulestore.v1 import modulestore_service_pb2 as ms
+from ggmodules.server.telemetry.ingestion import Follower
+from ggmodules.storage.engine import make_engine
+from ggmodules.storage.telemetry import TelemetryRepository
+from ggmodules.storage.telemetry.eventlog import SqlEventLog
 from tests.harness import (
     InProcessService,
     InProcessTelemetry,
     ServiceProcess,
     Suite,
+    drop_database,
     eventually,
     is_write_of,
+    new_database_url,
+    open_aio_channel,
     status_of,
 )
 from tests.harness.registry import create_run, full_profile, open_instance, store_ids
@@ -271,3 +282,57 @@ def test_telemetry_keeps_only_the_newest_row_of_its_own_outbox_and_numbers_on_af
     got = bare.subscribe(run, agent_id=coder.agent_id).until(lambda ev: ev.turn.turn == 4)
     turns = [(c, ev.turn.turn) for c, ev in got if ev.WhichOneof("body") == "turn"]
     assert turns == list(zip(cursors, (1, 2, 3, 4), strict=True))
+
+
+def test_issue_9_a_relay_refused_for_what_another_relay_stored_follows_on_and_logs_no_gap(
+    bare: Suite, tmp_path: Path
+) -> None:
+    """Two Telemetry replicas relay one origin into one log. One reconnects (its ModuleStore replica was
+    restarting) after reading the log's position; before its WatchOutbox reaches the origin, the other
+    stores and acknowledges more and the origin prunes them: the call is refused OUT_OF_RANGE. Nothing is
+    missing, and the relay says no gap. It logged "origin pruned events Telemetry never stored" at error level
+    (seen in a rolling restart of two replicas of each service: 833 events named lost, each one in the log).
+    A log that truly lacks them (a fresh one here) still gets the error and resumes after the gap."""
+    bare.start_telemetry_process()  # the relay that stores and acknowledges
+    run, events = written(bare, 5)
+    head = events[-1].origin_seq
+    eventually(lambda: followers(bare).get("telemetry", 0) >= head, "Telemetry acknowledging the writes")
+    assert prune(bare, bare.modulestore)[0] > 0
+    shared = TelemetryRepository(make_engine(bare.telemetry_config.database_url), Retention(10_000))
+    fresh_url = new_database_url(bare.backend, "relay_gap", tmp_path)
+    empty = TelemetryRepository(make_engine(fresh_url), Retention(10_000))
+
+    async def refused_then(log: SqlEventLog) -> tuple[bool, int, list[dict[str, object]]]:
+        """Whether the relay handled the refusal, where it resumes next, and what it logged."""
+        channel = open_aio_channel(bare.modulestore.address)
+        try:
+            # Where the relay stood before the other relay stored those events (its read of the position).
+            call = ob_grpc.OutboxServiceStub(channel).WatchOutbox(ob.WatchOutboxRequest(after_origin_seq=0))
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await call.read()
+        finally:
+            await channel.close()
+        with structlog.testing.capture_logs() as logs:
+            relay = Follower("modulestore", bare.modulestore.address, log, structlog.get_logger())
+            handled = await relay._past_gap(refused.value)
+        return handled, max(relay._resume_at, await log.highest_origin_seq("modulestore")), logs
+
+    try:
+        handled, resumes_after, logs = asyncio.run(refused_then(SqlEventLog(shared)))
+        assert handled
+        assert [e for e in logs if e["log_level"] == "error"] == []
+        assert resumes_after >= head  # the log's position: everything up to it is in the log
+        assert [e.origin_seq for e in events] == [
+            e.origin_seq for _, e in read_run(bare, run, "m4") if e.origin == "modulestore"
+        ]
+
+        handled, resumes_after, logs = asyncio.run(refused_then(SqlEventLog(empty)))
+        assert handled
+        assert [e["event"] for e in logs if e["log_level"] == "error"] == [
+            "origin pruned events Telemetry never stored; resuming after the gap"
+        ]
+        assert resumes_after == head - 1  # past the gap: the origin keeps its newest event only (margin 0)
+    finally:
+        shared.close()
+        empty.close()
+        drop_database(fresh_url)

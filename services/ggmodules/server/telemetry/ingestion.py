@@ -11,8 +11,13 @@ origin keeps working meanwhile and its outbox drains when the link returns.
 On JetStream the follower names its log in the call (`ggmodules-event-log`): an origin that publishes its
 own events to the same log (runtime/origin_relay.py) then tells it how far that is (`relayed_origin_seq`)
 instead of sending the events, and the follower moves its position past them without publishing them.
-An origin that pruned past where Telemetry stands (its database was replaced) refuses OUT_OF_RANGE
-(OUTBOX_PRUNED): the follower logs the gap as an error and resumes at the oldest event the origin holds.
+An origin that pruned past where this relay stood refuses OUT_OF_RANGE (OUTBOX_PRUNED). With several
+replicas that is mostly no gap at all: another replica's relay stored those events in the same log and
+acknowledged them, and the origin pruned them, between this relay's read of the log's position and its
+WatchOutbox reaching the origin (seen in a rolling restart: 833 events refused, every one of them in the log).
+So the log's position is read again: if it covers what was pruned, the relay follows on from there; if not
+(the origin's database was replaced, or the log's), the gap is real: logged as an error, and following
+resumes at the oldest event the origin holds.
 """
 
 from __future__ import annotations
@@ -96,7 +101,7 @@ class Follower:
                 if await self._follow(stub):
                     delay = BACKOFF_MIN
             except grpc.aio.AioRpcError as err:
-                if not self._past_gap(err):
+                if not await self._past_gap(err):
                     self._log.info("origin unreachable", code=err.code().name, retry_in=delay)
             except TimeoutError:
                 self._log.info("origin silent; reconnecting", retry_in=delay)
@@ -173,16 +178,27 @@ class Follower:
                 self._log.info("AckOutbox failed", code=err.code().name, durable_origin_seq=durable)
             await asyncio.sleep(ACK_EVERY_SECONDS)
 
-    def _past_gap(self, err: grpc.aio.AioRpcError) -> bool:
-        """An origin that pruned past Telemetry's position: log the gap and resume after it."""
+    async def _past_gap(self, err: grpc.aio.AioRpcError) -> bool:
+        """An origin that pruned past where this relay asked to resume: True when that is handled (the next
+        connection resumes from the log's position, or after a real gap, logged), False for any other
+        refusal."""
         if err.code() != grpc.StatusCode.OUT_OF_RANGE:
             return False
         oldest = _metadata(err).get("oldest_origin_seq", "")
         if not oldest.isdigit():
             return False
-        self._resume_at = int(oldest) - 1
+        pruned_through = int(oldest) - 1
+        stored = await self._event_log.highest_origin_seq(self.origin)
+        if stored >= pruned_through:  # another relay stored them: nothing is missing (the module doc)
+            self._log.info(
+                "origin pruned events another relay had stored; following on from the log",
+                stored_origin_seq=stored, pruned_through=pruned_through,
+            )
+            return True
+        self._resume_at = pruned_through
         self._log.error(
             "origin pruned events Telemetry never stored; resuming after the gap",
+            stored_origin_seq=stored,
             resume_after=self._resume_at,
             detail=err.details(),
         )
