@@ -10,8 +10,9 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, MutableMapping
 from pathlib import Path
+from typing import Any
 
 import grpc
 import pytest
@@ -302,7 +303,7 @@ def test_issue_9_a_relay_refused_for_what_another_relay_stored_follows_on_and_lo
     fresh_url = new_database_url(bare.backend, "relay_gap", tmp_path)
     empty = TelemetryRepository(make_engine(fresh_url), Retention(10_000))
 
-    async def refused_then(log: SqlEventLog) -> tuple[bool, int, list[dict[str, object]]]:
+    async def refused_then(log: SqlEventLog) -> tuple[bool, int, list[MutableMapping[str, Any]]]:
         """Whether the relay handled the refusal, where it resumes next, and what it logged."""
         channel = open_aio_channel(bare.modulestore.address)
         try:
