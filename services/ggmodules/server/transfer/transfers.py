@@ -20,7 +20,7 @@ import secrets
 from collections.abc import Callable
 from typing import TypeAlias
 
-from ggmodules.core.errors import InvalidArgument, missing
+from ggmodules.core.errors import InvalidArgument, Unavailable, missing
 from ggmodules.core.transfer import saga
 from ggmodules.core.transfer.record import Step, TransferRecord
 from ggmodules.core.vocabulary import TransferKind, TransferState
@@ -124,6 +124,17 @@ class Transfers:
         driving.add_done_callback(lambda task: task.cancelled() or task.exception())
         try:
             done = await asyncio.shield(driving)
+        except asyncio.CancelledError:
+            self.on_pending()  # left at its step (or still going): the resumer carries on
+            task = asyncio.current_task()
+            if task is None or task.cancelling():  # this call's client went away
+                raise
+            # The drive was cancelled, not this call: answered, or the client would wait out its deadline.
+            raise Unavailable(
+                f"transfer {record.transfer_id} was interrupted at its step; it is journaled and resumes. "
+                "Retry with the same request_id for the final answer",
+                metadata={"transfer_id": record.transfer_id},
+            ) from None
         except BaseException:
             self.on_pending()  # left at its step (or still going): the resumer carries on
             raise
