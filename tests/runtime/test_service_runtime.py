@@ -13,8 +13,10 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_reflection.v1alpha import reflection_pb2, reflection_pb2_grpc
 
+from ggmodules.common.v1 import outbox_service_pb2 as ob
+from ggmodules.internal.v1 import outbox_service_pb2_grpc as ob_grpc
 from ggmodules.runtime.config import ServiceConfig
-from tests.harness import ROOT, ServiceProcess, open_channel
+from tests.harness import ROOT, ServiceProcess, open_channel, status_of
 
 
 @pytest.fixture()
@@ -58,6 +60,32 @@ def test_sigterm_stops_gracefully_and_logs_it(modulestore_process: ServiceProces
         if line.startswith("{")
     ]
     assert events[-2:] == ["stopping", "stopped"]
+
+
+def test_a_stopping_service_ends_its_open_streams_unavailable_at_once_instead_of_waiting_out_its_grace(
+    tmp_path: Path,
+) -> None:
+    """A replica stopping (SIGTERM: a rolling restart) with a stream open on it, as every ModuleStore and
+    Registry has (Telemetry's relay follows its outbox): the stream is ended UNAVAILABLE, saying to resume
+    elsewhere, and the process exits. It used to hold the stream until the grace ran out (5.2-5.7 s of each
+    stop in a rolling restart at the default grace; here the grace is 120 s, so old code does not exit in
+    the 30 s given: the stream ends DEADLINE_EXCEEDED)."""
+    proc = ServiceProcess("registry", "--database-url", f"sqlite:///{tmp_path / 'reg.db'}",
+                          "--modulestore-address", "127.0.0.1:1", "--grace-seconds", "120")
+    try:
+        stub = ob_grpc.OutboxServiceStub(open_channel(proc.address))
+        watch = stub.WatchOutbox(ob.WatchOutboxRequest(after_origin_seq=0, heartbeat_ms=100), timeout=30)
+        next(watch)  # the stream is open: its first heartbeat arrived
+        proc.proc.send_signal(signal.SIGTERM)
+        with pytest.raises(grpc.RpcError) as ended:
+            for _ in watch:
+                pass
+        assert status_of(ended.value) == (grpc.StatusCode.UNAVAILABLE, "UNAVAILABLE")
+        assert "resume the stream after the last" in (ended.value.details() or "")
+        assert proc.proc.wait(30) == 0
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()
 
 
 @pytest.mark.parametrize(

@@ -25,6 +25,7 @@ which answers it in its place: one bad message does not end the stream.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import itertools
 import time
@@ -60,6 +61,23 @@ class Undecodable:
     error: str
 
 
+_STOPPING = (
+    "this replica is stopping; resume the stream after the last cursor (or origin_seq) you received, on "
+    "another replica or once this one is back"
+)
+
+
+class _Stream:
+    """A server stream being served: its task, and whether it waits on its next item (or hands one over)."""
+
+    __slots__ = ("task", "waiting")
+
+    def __init__(self, task: asyncio.Task[Any] | None) -> None:
+        assert task is not None  # grpc.aio serves each call in a task of its own
+        self.task = task
+        self.waiting = False
+
+
 class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
     """Wraps each method's handler once (the first call of the method builds the wrapper, every later call
     is handed the same one): what differs between calls, their metadata, is read from the call's context."""
@@ -72,6 +90,26 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._guard = guard
         # method -> (the handler it was served by, the wrapped handler)
         self._wrapped: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+        # The tasks serving server streams (Subscribe, WatchOutbox): `end_streams` ends them when the server
+        # stops.
+        self._streams: set[_Stream] = set()
+        self._stopping = False
+
+    def end_streams(self) -> int:
+        """Ends every server stream at once, UNAVAILABLE, and refuses new ones; how many were ended. A
+        stopping server otherwise kept them to the end of its grace (grpc ends them only then): every stop
+        of a replica with a Telemetry relay following it took the whole grace (5.2-5.7 s of each stop of
+        ModuleStore and Registry in a rolling restart), and its subscribers and relays stayed on a replica
+        that was going away. Their callers resume after their last cursor, on another replica: the SDK's
+        subscriptions and Telemetry's relays resume on UNAVAILABLE. Write sessions are left to the grace:
+        a write in flight is answered."""
+        self._stopping = True
+        for stream in self._streams:
+            if stream.waiting:  # on the stream's own next item: ended there (`stream` below)
+                stream.task.cancel()
+            # else it is handing an item to grpc, and ends itself once that returns: a cancellation there
+            # is taken by grpc for the caller's, and the call was then never answered
+        return len(self._streams)
 
     async def intercept_service(
         self,
@@ -125,20 +163,38 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
 
         if handler.unary_stream is not None:
             inner_stream = handler.unary_stream
+            streams = self._streams
 
             async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
                 meta = dict(context.invocation_metadata() or ())
                 bound = _bind_call(meta, method)
                 token = None
+                this = _Stream(asyncio.current_task())
+                streams.add(this)
                 try:
                     token = _check(guard, method, rule, meta, request)
-                    async for item in inner_stream(request, context):
+                    items = inner_stream(request, context).__aiter__()
+                    while not self._stopping:
+                        this.waiting = True
+                        try:
+                            item = await items.__anext__()
+                        except StopAsyncIteration:
+                            return
+                        finally:
+                            this.waiting = False
                         yield encode(item)
+                    raise Unavailable(_STOPPING)
                 except grpc.aio.AbortError:
                     raise
+                except asyncio.CancelledError:
+                    if not self._stopping:  # the caller went away
+                        raise
+                    this.task.uncancel()  # ended by end_streams: answered, so the caller resumes elsewhere
+                    await _refuse(Unavailable(_STOPPING), context, log)
                 except Exception as exc:
                     await _refuse(exc, context, log)
                 finally:
+                    streams.discard(this)
                     if token is not None:
                         unbind_principal(token)
                     _unbind_call(bound)

@@ -59,9 +59,15 @@ STOP_OVERRUN_SECONDS = 5.0
 
 class RunningServer:
     def __init__(
-        self, server: grpc.aio.Server, address: str, health: health_aio.HealthServicer, service: Service
+        self,
+        server: grpc.aio.Server,
+        address: str,
+        health: health_aio.HealthServicer,
+        service: Service,
+        calls: CallInterceptor | None = None,
     ) -> None:
         self.server = server
+        self.calls = calls
         self.address = address
         self.health = health
         self.service = service
@@ -73,6 +79,8 @@ class RunningServer:
         if self.watch is not None:
             await self.watch.stop()
         await self.health.enter_graceful_shutdown()
+        if self.calls is not None:
+            self.calls.end_streams()  # resumable: not held to the end of the grace
         stopping = asyncio.ensure_future(self.server.stop(grace))
         done, _ = await asyncio.wait({stopping}, timeout=grace + STOP_OVERRUN_SECONDS)
         if not done:
@@ -115,7 +123,7 @@ async def start_server(
     await server.start()
     for name in ["", *service.service_names]:
         await health.set(name, health_pb2.HealthCheckResponse.SERVING)
-    running = RunningServer(server, f"{host}:{bound}", health, service)
+    running = RunningServer(server, f"{host}:{bound}", health, service, call_interceptor)
     if metrics is not None and observe is not None and observe.metrics_port is not None:
         metrics.serve(host, observe.metrics_port)
         running.metrics = metrics
