@@ -12,6 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import grpc
 import pytest
 
 from ggmodules.registry.v1 import registry_service_pb2 as reg_pb2
@@ -105,17 +106,27 @@ def test_r49_the_typescript_client_retries_by_the_service_config_with_one_reques
         assert reg_pb2.CreateRunRequest.FromString(creates[0].body).request_id == creates[0].metadata[
             "x-request-id"]
 
+        # CANCELLED sent by the service (a replica stopping cancels calls it had not started) too: gRPC's
+        # spelling in the service config, Connect's Code.Canceled in the client.
+        proxy.code, proxy.fail = grpc.StatusCode.CANCELLED, 2
+        code, answer = create_run_through(ts_client, proxy.address, "ts cancelled")
+        assert code == 0, answer
+        cancelled = proxy.attempts("CreateRun")[3:]
+        assert [a.answered for a in cancelled] == ["CANCELLED", "CANCELLED", "forwarded"]
+        proxy.code = grpc.StatusCode.UNAVAILABLE
+
         proxy.fail = 10  # past the policy's 4 attempts: the refusal arrives typed
         code, answer = create_run_through(ts_client, proxy.address, "ts unreachable")
         assert (code, answer["code"]) == (1, "UNAVAILABLE")
-        assert len(proxy.attempts("CreateRun")) == 3 + 4
+        assert len(proxy.attempts("CreateRun")) == 3 + 3 + 4
 
         proxy.pushback = "-1"  # a service that retried its own dependency says not to retry (gRFC A6)
         code, answer = create_run_through(ts_client, proxy.address, "ts pushed back")
         assert (code, answer["code"]) == (1, "UNAVAILABLE")
-        assert len(proxy.attempts("CreateRun")) == 3 + 4 + 1
+        assert len(proxy.attempts("CreateRun")) == 3 + 3 + 4 + 1
     finally:
         proxy.close()
     with Client(suite.registry.address, suite.modulestore.address) as gg:
         assert [r.name for r in gg.iter_runs() if r.id == answer.get("run_id", "")] == []
         assert sum(r.name == "ts retried" for r in gg.iter_runs()) == 1
+        assert sum(r.name == "ts cancelled" for r in gg.iter_runs()) == 1

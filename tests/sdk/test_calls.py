@@ -144,6 +144,25 @@ def test_r49_aborted_contention_is_retried_and_the_write_applied_once(suite: Sui
     assert [(t.id, t.title) for t in tasks.tasks] == [(task, "write the parser")]
 
 
+def test_r49_cancelled_sent_by_a_stopping_replica_is_retried_and_the_write_applied_once(suite: Suite) -> None:
+    """A replica stopping cancels calls it had received but not started (CANCELLED from the service, not
+    from the caller): one write in about 3,000 of a rolling restart of every service failed so. Nothing was
+    applied, so the SDK sends it again with its request id."""
+    proxy = FlakyProxy(suite.modulestore.address, code=grpc.StatusCode.CANCELLED, fail=2, methods=("Write",))
+    try:
+        with Client(suite.registry.address, proxy.address) as gg:
+            run = gg.create_run("cancelled", PROFILES)
+            planner = gg.open_instance(run.id, "planner")
+            task = planner.tasks.create("write the parser")
+            tasks = planner.tasks.contents()
+    finally:
+        proxy.close()
+    writes = proxy.attempts("Write")
+    assert [a.answered for a in writes] == ["CANCELLED", "CANCELLED", "forwarded"]
+    assert len({a.body for a in writes}) == 1
+    assert [(t.id, t.title) for t in tasks.tasks] == [(task, "write the parser")]
+
+
 def test_unavailable_past_the_policy_is_raised_typed_after_its_attempts(suite: Suite) -> None:
     proxy = FlakyProxy(suite.registry.address, fail=10)
     try:

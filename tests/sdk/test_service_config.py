@@ -58,7 +58,7 @@ def test_r49_only_reads_and_methods_carrying_a_request_id_are_retried_and_stream
     safe = "request_id" in method.input_type.fields_by_name or method.name.startswith(READS)
     if "retryPolicy" in config:
         assert safe, f"{method.full_name} is neither a read nor carries a request_id, yet is retried"
-        assert set(config["retryPolicy"]["retryableStatusCodes"]) == {"UNAVAILABLE", "ABORTED"}
+        assert set(config["retryPolicy"]["retryableStatusCodes"]) == {"UNAVAILABLE", "ABORTED", "CANCELLED"}
     else:
         assert not safe or method.name == "AckOutbox", f"{method.full_name} could be retried but is not"
 

@@ -38,13 +38,15 @@ class RetryPolicy:
     """The `retryPolicy` of the SDK's channels: gRPC itself retries, with exponential backoff (and its own
     jitter), the codes listed, for reads and for mutations carrying a request id (the SDK gives every
     mutation one, and gRPC resends the same bytes). The default is the suite's service config
-    (`protos/ggmodules/service_config.json`): UNAVAILABLE, and ABORTED (contention: nothing was applied)."""
+    (`protos/ggmodules/service_config.json`): UNAVAILABLE, ABORTED (contention: nothing was applied), and
+    CANCELLED sent by a service (a replica stopping cancels calls it had not started: one write in about
+    3,000 of a rolling restart; a call the caller cancels itself is never retried)."""
 
     max_attempts: int = 4
     initial_backoff: float = 0.1
     max_backoff: float = 2.0
     multiplier: float = 2.0
-    codes: tuple[str, ...] = ("UNAVAILABLE", "ABORTED")
+    codes: tuple[str, ...] = ("UNAVAILABLE", "ABORTED", "CANCELLED")
 
     def __post_init__(self) -> None:
         # Seen here: grpcio 1.85 never makes the second attempt after a backoff of a millisecond or so

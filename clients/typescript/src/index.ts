@@ -119,6 +119,7 @@ export class GgError extends ConnectError {
 
 /** "FailedPrecondition" -> "FAILED_PRECONDITION": the names gRPC and the service config use. */
 export function codeName(code: Code): string {
+  if (code === Code.Canceled) return "CANCELLED"; // gRPC's spelling (the service config's), not Connect's
   return Code[code].replace(/([a-z])([A-Z])/g, "$1_$2").toUpperCase();
 }
 
