@@ -73,11 +73,17 @@ class Cluster:
             args += ["--modulestore-address", self.address("modulestore")]
         self.procs[name] = ServiceProcess(name, *args)
 
+    def _transfer_database(self) -> None:
+        """Transfer's database, made once (`setdefault` made a new PostgreSQL database at every restart of
+        Transfer, and left all but the first behind)."""
+        if "transfer" not in self.urls:
+            self.urls["transfer"] = new_database_url(self.backend, "transfer", self.directory)
+
     def kill(self, name: str) -> None:
         self.procs.pop(name).kill()
 
     def transfer_process(self, crash_after: int | None = None) -> ServiceProcess:
-        self.urls.setdefault("transfer", new_database_url(self.backend, "transfer", self.directory))
+        self._transfer_database()
         return ServiceProcess(
             "transfer",
             "--database-url",
@@ -97,7 +103,7 @@ class Cluster:
         )
 
     def transfer_in_process(self) -> str:
-        self.urls.setdefault("transfer", new_database_url(self.backend, "transfer", self.directory))
+        self._transfer_database()
         self.loop = LoopThread()
         config = service_config(
             "transfer",
