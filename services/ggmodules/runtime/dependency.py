@@ -104,18 +104,18 @@ class Dependency:
                         self._retire()
                     if attempt < attempts:
                         continue
-                raise self._refusal(method, err.code(), err.details() or "", err) from None
+                raise self._refusal(method, err) from None
             except asyncio.CancelledError:
                 # The call was cancelled under this caller, not the caller itself (a channel closed with
                 # the call on it): the dependency was not reached, as for UNAVAILABLE. Left to propagate,
                 # it ended the caller's task as if its own client had gone: a Transfer Exec then never
                 # answered, and its client waited out its deadline.
-                task = asyncio.current_task()
-                if task is None or task.cancelling():
+                if caller_cancelled():
                     raise
                 if attempt < attempts:
                     continue
-                raise self._refusal(method, grpc.StatusCode.CANCELLED, "the call's channel closed") from None
+                cancelled = grpc.StatusCode.CANCELLED
+                raise self._unreached(method, cancelled, "the call's channel closed") from None
         raise AssertionError("unreachable")  # the loop returns or raises
 
     @property
@@ -143,23 +143,32 @@ class Dependency:
         if channel is not None:
             await channel.close()
 
-    def _refusal(
-        self, method: str, code: grpc.StatusCode, details: str, err: grpc.aio.AioRpcError | None = None
-    ) -> Exception:
-        if code in _UNREACHABLE or err is None:  # None: cancelled under the caller
-            self._log.warning(
-                "dependency unreachable", dependency=self.name, address=self.address, method=method,
-                code=code.name, details=details,
-            )
-            return Unavailable(
-                f"{self.name} at {self.address} cannot be reached ({code.name}); {self._unreachable}",
-                metadata={"dependency": self.name, "address": self.address},
-                retried=True,  # by this channel's retry policy (runtime/channels.py)
-            )
+    def _refusal(self, method: str, err: grpc.aio.AioRpcError) -> Exception:
+        code = err.code()
+        if code in _UNREACHABLE:
+            return self._unreached(method, code, err.details() or "")
         refusal = _CALLER_FAULT.get(code)
         if refusal is None:
-            return RuntimeError(f"{self.name} answered {method} with {code.name}: {details}")
+            return RuntimeError(f"{self.name} answered {method} with {code.name}: {err.details()}")
         return rebuild(refusal, err)
+
+    def _unreached(self, method: str, code: grpc.StatusCode, details: str) -> Unavailable:
+        self._log.warning(
+            "dependency unreachable", dependency=self.name, address=self.address, method=method,
+            code=code.name, details=details,
+        )
+        return Unavailable(
+            f"{self.name} at {self.address} cannot be reached ({code.name}); {self._unreachable}",
+            metadata={"dependency": self.name, "address": self.address},
+            retried=True,  # by this channel's retry policy (runtime/channels.py)
+        )
+
+
+def caller_cancelled() -> bool:
+    """Whether the running task itself is being cancelled (its caller went away), as against an
+    asyncio.CancelledError raised under it by something it awaited (a call on a channel closed meanwhile)."""
+    task = asyncio.current_task()
+    return task is None or task.cancelling() > 0
 
 
 def rebuild(refusal: type[DomainError], err: grpc.aio.AioRpcError) -> DomainError:

@@ -95,8 +95,8 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
         self._streams: set[_Stream] = set()
         self._stopping = False
 
-    def end_streams(self) -> int:
-        """Ends every server stream at once, UNAVAILABLE, and refuses new ones; how many were ended. A
+    def end_streams(self) -> None:
+        """Ends every server stream at once, UNAVAILABLE, and refuses new ones. A
         stopping server otherwise kept them to the end of its grace (grpc ends them only then): every stop
         of a replica with a Telemetry relay following it took the whole grace (5.2-5.7 s of each stop of
         ModuleStore and Registry in a rolling restart), and its subscribers and relays stayed on a replica
@@ -109,7 +109,6 @@ class CallInterceptor(grpc.aio.ServerInterceptor):  # type: ignore[misc]
                 stream.task.cancel()
             # else it is handing an item to grpc, and ends itself once that returns: a cancellation there
             # is taken by grpc for the caller's, and the call was then never answered
-        return len(self._streams)
 
     async def intercept_service(
         self,

@@ -24,6 +24,7 @@ from ggmodules.core.errors import InvalidArgument, Unavailable, missing
 from ggmodules.core.transfer import saga
 from ggmodules.core.transfer.record import Step, TransferRecord
 from ggmodules.core.vocabulary import TransferKind, TransferState
+from ggmodules.runtime.dependency import caller_cancelled
 from ggmodules.runtime.inline import Runner
 from ggmodules.server.transfer.calls import Calls
 from ggmodules.server.transfer.driver import Driver, complete_request
@@ -124,19 +125,15 @@ class Transfers:
         driving.add_done_callback(lambda task: task.cancelled() or task.exception())
         try:
             done = await asyncio.shield(driving)
-        except asyncio.CancelledError:
+        except BaseException as exc:
             self.on_pending()  # left at its step (or still going): the resumer carries on
-            task = asyncio.current_task()
-            if task is None or task.cancelling():  # this call's client went away
-                raise
-            # The drive was cancelled, not this call: answered, or the client would wait out its deadline.
-            raise Unavailable(
-                f"transfer {record.transfer_id} was interrupted at its step; it is journaled and resumes. "
-                "Retry with the same request_id for the final answer",
-                metadata={"transfer_id": record.transfer_id},
-            ) from None
-        except BaseException:
-            self.on_pending()  # left at its step (or still going): the resumer carries on
+            if isinstance(exc, asyncio.CancelledError) and not caller_cancelled():
+                # The drive was cancelled, not this call: answered, or the client waits out its deadline.
+                raise Unavailable(
+                    f"transfer {record.transfer_id} was interrupted at its step; it is journaled and "
+                    "resumes. Retry with the same request_id for the final answer",
+                    metadata={"transfer_id": record.transfer_id},
+                ) from None
             raise
         assert done is not None  # a waiting drive returns only once the transfer has ended
         if done.state is TransferState.FAILED:
