@@ -179,3 +179,24 @@ def test_a_statement_without_parameters_is_prepared_once_and_transaction_control
     finally:
         engine.dispose()
         drop_database(url)
+
+
+def test_lists_of_byte_strings_round_trip_whatever_their_bytes(tmp_path: Path) -> None:
+    """The payload columns' arrays are sent in binary (storage/pg_pipeline.py `_format`; in text they took
+    28 ms for 64 events of 20 kB): every byte value, quotes, backslashes, NUL, empty strings and NULL among
+    them come back as they went, and a list of strings beside them is still typed by its cast."""
+    url = new_database_url("postgres", "pipeline", tmp_path)
+    engine = make_engine(url)
+    payloads = [bytes(range(256)), b'"\\{},NULL', b"", None, b"\x00" * 3, bytes(range(255, -1, -1)) * 80]
+    try:
+        with engine.connect() as conn:
+            dbapi = conn.connection.dbapi_connection
+            sql = "SELECT p, n FROM unnest(CAST(%(p)s AS bytea[]), CAST(%(n)s AS text[])) AS u(p, n)"
+            names = [f"n{i}" for i in range(len(payloads))]
+            (rows,) = pg_pipeline.send(dbapi, [], [(sql, {"p": payloads, "n": names})])
+            got = rows.fetchall()
+        assert [p if p is None else bytes(p) for p, _ in got] == payloads
+        assert [n for _, n in got] == [f"n{i}" for i in range(len(payloads))]
+    finally:
+        engine.dispose()
+        drop_database(url)

@@ -222,7 +222,7 @@ def _queue(
             sent.append(("run", None, None))
             continue
         values = [args[n] for n in names] if isinstance(args, Mapping) else list(args or ())
-        params = t.dump_sequence(values, [PyFormat.AUTO] * len(values))
+        params = t.dump_sequence(values, [_format(v) for v in values])
         types = tuple(t.types or ())
         formats = list(t.formats or ())
         key = (sql, types)
@@ -235,6 +235,19 @@ def _queue(
             sent.append(("prepare", name, key))
         pg.send_query_prepared(name, params, param_formats=formats)
         sent.append(("run", name, None))
+
+
+def _format(value: Any) -> PyFormat:
+    """How a parameter is sent: a list of byte strings (the payload columns' `unnest`) in binary, the rest as
+    psycopg would choose. psycopg's choice for such a list is text: each element hex-escaped, then quoted and
+    backslash-escaped again by a regular expression in Python, twice its size on the wire. A block of 64
+    events of 20 kB took 28 ms to dump so against 0.5 ms in binary; under a crowd of writers on shared stores
+    (large snapshots) it was a fifth of Telemetry's CPU."""
+    if type(value) is list:
+        for item in value:
+            if item is not None:
+                return PyFormat.BINARY if isinstance(item, (bytes, bytearray, memoryview)) else PyFormat.AUTO
+    return PyFormat.AUTO
 
 
 def _communicate(pg: Any, syncs: int) -> list[list[Any]]:

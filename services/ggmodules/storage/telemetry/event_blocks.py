@@ -4,10 +4,16 @@ An event is inserted as a row of `tel_events`, as it always was: the write that 
 its subscribers (from memory) pays nothing more. Once BLOCK rows have gathered, TelemetryRepository.pack
 moves the oldest BLOCK into one row of `tel_event_blocks`, compressed together on a worker thread, off the
 write path. Compressed alone a 300-byte event gains little; BLOCK consecutive events share their words, run
-and agent ids and protobuf framing. bzip2 is used: on LLM-history-like text (tests/bench/growth.py) a block
-of 64 history appends took 88 bytes an event with bzip2, 97 with LZMA, 107-115 with zstd or zlib at any
-level; it costs about 3 ms of a worker thread per block to pack (the GIL let go) and about 1 ms to read
-back, which only a subscriber further behind than the in-memory recent events pays.
+and agent ids and protobuf framing. A block of up to BZIP2_UP_TO bytes is compressed with bzip2 (level 1),
+a larger one with zlib (level 6):
+- on LLM-history-like text (tests/bench/growth.py) a block of 64 history appends is about 15 kB: bzip2 takes
+  1.8 ms of a worker thread and 90 bytes an event, zlib 0.7 ms and 111 bytes (LZMA 97, zstd 107-115);
+- a store many agents hold sends large events (each holder's snapshot carries the store's contents): a
+  block of 64 such events of 6 kB took bzip2 93 ms for 353 bytes an event, zlib 3 ms for 146. With bzip2
+  for every block, packing held two fifths of a Telemetry replica's CPU under a crowd of writers on shared
+  stores (two replicas of every service on one 2-core machine).
+`decode` tells the two apart by their first bytes. Reading a block back costs about 1 ms, which only a
+subscriber further behind than the in-memory recent events pays.
 
 Blocks always hold older cursors than rows (only the oldest rows are packed, in cursor order), never overlap,
 and never change: pruning deletes a block once every event in it is pruned, and until then readers pass over
@@ -24,6 +30,7 @@ from __future__ import annotations
 
 import bz2
 import threading
+import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
@@ -33,6 +40,9 @@ from sqlalchemy.engine import Connection
 from ggmodules.storage.telemetry.tables import TelEventBlockRow, TelEventRow
 
 BLOCK = 64
+BZIP2_UP_TO = 64 * 1024
+# How bzip2's output begins (its stream magic); zlib's begins 0x78.
+BZIP2 = b"BZh"
 BLOCKS = TelEventBlockRow.__table__  # type: ignore[attr-defined]
 ROWS = TelEventRow.__table__  # type: ignore[attr-defined]
 _ROW_COLUMNS = ("cursor", "origin", "origin_seq", "run_id", "agent_id", "payload", "stored_at")
@@ -68,12 +78,12 @@ def encode(events: Sequence[PackedEvent]) -> bytes:
         for field in (ev.origin.encode(), ev.run_id.encode(), ev.agent_id.encode(), ev.payload):
             _varint(len(field), raw)
             raw += field
-    return bz2.compress(bytes(raw), 1)
+    return bz2.compress(bytes(raw), 1) if len(raw) <= BZIP2_UP_TO else zlib.compress(bytes(raw), 6)
 
 
 def decode(first_cursor: int, data: bytes) -> list[PackedEvent]:
     """The events of a block, in cursor order."""
-    raw = bz2.decompress(data)
+    raw = bz2.decompress(data) if data[:3] == BZIP2 else zlib.decompress(data)
     pos, cursor, out = 0, first_cursor, []
 
     def varint() -> int:
