@@ -101,6 +101,7 @@ class TelemetryRepository:
         self._pending_pruned = 0
         # Rows written since the last packing looked (at least), and events ever inserted: see `pack`.
         self._unpacked, self._inserted_total, self._counting = event_blocks.BLOCK, 0, threading.Lock()
+        self._vacuum = event_blocks.RowVacuum() if self._shared else None
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
         head, pruned_through = self.head()
@@ -382,6 +383,8 @@ class TelemetryRepository:
             except event_blocks.Moved:  # pruned while it was compressed: the next packing starts anew
                 return packed
             packed += len(rows)
+            if self._vacuum is not None:
+                self._vacuum.packed(self._reader, len(rows))
         return packed
 
     def close(self) -> None:
