@@ -42,15 +42,15 @@ from ggmodules.storage.contention import first_line
 from ggmodules.storage.telemetry.tables import TelEventBlockRow, TelEventRow
 
 BLOCK = 64
-# PostgreSQL: rows packed away between two VACUUMs of tel_events (RowVacuum).
-VACUUM_EVERY = 1024
-_log = structlog.get_logger("ggmodules.telemetry.blocks")
 BZIP2_UP_TO = 64 * 1024
 # How bzip2's output begins (its stream magic); zlib's begins 0x78.
 BZIP2 = b"BZh"
+# PostgreSQL: rows packed away between two VACUUMs of tel_events (RowVacuum).
+VACUUM_EVERY = 1024
 BLOCKS = TelEventBlockRow.__table__  # type: ignore[attr-defined]
 ROWS = TelEventRow.__table__  # type: ignore[attr-defined]
 _ROW_COLUMNS = ("cursor", "origin", "origin_seq", "run_id", "agent_id", "payload", "stored_at")
+_log = structlog.get_logger("ggmodules.telemetry.blocks")
 
 
 @dataclass(frozen=True, slots=True)
