@@ -45,15 +45,22 @@ def open_repo(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[object
         drop_database(url)
 
 
+def modulestore_event(
+    rng: random.Random, seq: int, kind: common_pb2.Kind.ValueType, store_id: str
+) -> event_pb2.Event:
+    """ModuleStore's event number `seq` of a store, on one of the two runs and one of the three agents."""
+    return event_pb2.Event(
+        origin="modulestore", origin_seq=seq, run_id=rng.choice(RUNS), agent_id=rng.choice(AGENTS),
+        stream_seq=seq, kind=kind, store_id=store_id,
+    )  # fmt: skip
+
+
 def history_events(n: int, seed: int = 14) -> list[event_pb2.Event]:
     """`n` ModuleStore history appends of 200 bytes of Zipf-vocabulary text, over two runs, three agents."""
     corpus, rng = Corpus(seed), random.Random(seed)
     out = []
     for seq in range(1, n + 1):
-        ev = event_pb2.Event(
-            origin="modulestore", origin_seq=seq, run_id=rng.choice(RUNS), agent_id=rng.choice(AGENTS),
-            stream_seq=seq, kind=common_pb2.KIND_HISTORY, store_id="history-0",
-        )  # fmt: skip
+        ev = modulestore_event(rng, seq, common_pb2.KIND_HISTORY, "history-0")
         ev.time.seconds, ev.time.nanos = 1_796_000_000 + seq, rng.randrange(10**9)
         message = ev.write.delta.history.messages.add(seq=seq, role="user")
         message.content = corpus.text(60)[:200]
@@ -129,10 +136,7 @@ def snapshot_events(n: int, seed: int = 29) -> list[event_pb2.Event]:
     files = [(f"note-{i}", corpus.text(20)) for i in range(40)]
     out = []
     for seq in range(1, n + 1):
-        ev = event_pb2.Event(
-            origin="modulestore", origin_seq=seq, run_id=rng.choice(RUNS), agent_id=rng.choice(AGENTS),
-            stream_seq=seq, kind=common_pb2.KIND_MEMORIES, store_id="memories-0",
-        )  # fmt: skip
+        ev = modulestore_event(rng, seq, common_pb2.KIND_MEMORIES, "memories-0")
         files[seq % len(files)] = (files[seq % len(files)][0], corpus.text(20))  # the write
         for name, body in files:
             ev.snapshot.contents.memories.entries.add(name=name, body=body, index_line=name)
