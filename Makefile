@@ -82,10 +82,10 @@ breaking: setup
 
 # PostgreSQL too when GGMODULES_TEST_POSTGRES_URL is set or a local server answers at 127.0.0.1:5432
 # (tests/tools/find_postgres.py); otherwise every PostgreSQL case is reported as skipped, with the reason.
-# Two pytest-xdist workers, each given whole test modules (--dist loadscope: a module's fixtures, e.g. the
+# Three pytest-xdist workers, each given whole test modules (--dist loadscope: a module's fixtures, e.g. the
 # replica clusters, start once); every test already has its own databases, ports and JetStream streams.
 test: setup chromium
-	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.tools.find_postgres)" $(VENV)/bin/pytest -q -n 2 --dist loadscope --durations=20
+	GGMODULES_TEST_POSTGRES_URL="$$($(PY) -m tests.tools.find_postgres)" $(VENV)/bin/pytest -q -n 3 --dist loadscope --durations=20
 
 # The web console's browser tests drive Debian's chromium through playwright (never a downloaded browser).
 chromium:
