@@ -166,7 +166,7 @@ def test_large_events_pack_with_zlib_and_blocks_bzip2_packed_before_still_read(o
 
 @needs_postgres
 def test_postgresql_reuses_the_space_of_packed_rows_over_a_burst(tmp_path: Path) -> None:
-    """On PostgreSQL the rows packed away are vacuumed every VACUUM_EVERY (RowVacuum), so tel_events stays
+    """On PostgreSQL the rows packed away are vacuumed every 1,024 (storage/vacuum.py), so tel_events stays
     the size of about that many rows however many events went through it. Before, over a burst it kept the
     space of every row it had taken in until autovacuum came (at most once a minute): 3,000 events of about
     280 bytes left it at 1.06 MB, more than their payloads; now 0.37 MB."""

@@ -10,6 +10,10 @@ behind one.
 | rows per transaction | GGMODULES_PRUNE_BATCH | 2,000 |
 | request-log retention | GGMODULES_REQUEST_LOG_RETENTION_SECONDS | 86,400 (one day) |
 
+On PostgreSQL a pass that deleted rows counts them to the service's `Vacuum` (storage/vacuum.py), which
+VACUUMs the tables pruned here once 1,024 rows have gone, so their space is used again whether or not
+autovacuum runs.
+
 A retry whose request id was claimed longer ago than the retention window is treated as a new request
 (applied again). The SDK never retries that late: no unary call of its has a deadline past
 `MAX_RETRY_SPAN_SECONDS` (600) and gRPC retries only within a call's deadline (sdk/config.py), so keep the
@@ -29,6 +33,7 @@ from sqlalchemy import Table
 from sqlalchemy.engine import Connection
 
 from ggmodules.storage.outbox_pruning import OutboxPositions, prune_requests
+from ggmodules.storage.vacuum import Vacuum
 
 # The longest the SDK goes on retrying one call (clients/ggmodules/sdk/config.py keeps to it; services do not
 # import the SDK, so the figure is repeated, and a test holds the two equal).
@@ -85,9 +90,11 @@ class Housekeeper:
         requests: Table | None = None,
         steps: Sequence[Callable[[Connection, int], int]] = (),
         request_steps: Sequence[Callable[[Connection, float, int], int]] = (),
+        vacuum: Vacuum | None = None,
     ) -> None:
         """`steps`: more outbox pruning, (conn, batch) -> rows deleted; `request_steps`: request logs of
-        another shape (Transfer's journal), (conn, retention window in seconds, batch) -> ids forgotten."""
+        another shape (Transfer's journal), (conn, retention window in seconds, batch) -> ids forgotten;
+        `vacuum`: every table those delete from (PostgreSQL; None on SQLite)."""
         self.settings = settings
         self._writing = writing
         self._run = run
@@ -96,6 +103,7 @@ class Housekeeper:
         self._requests = requests
         self._steps = steps
         self._request_steps = request_steps
+        self._vacuum = vacuum
         self._task: asyncio.Task[None] | None = None
         if settings.request_window < MAX_RETRY_SPAN_SECONDS:
             log.warning(
@@ -137,6 +145,8 @@ class Housekeeper:
             )
         if events or requests:
             self._log.info("pruned", outbox_events=events, request_ids=requests)
+            if self._vacuum is not None:
+                await asyncio.to_thread(self._vacuum.deleted, events + requests)
         return events, requests
 
     async def _batches(self, step: Callable[[Connection], int]) -> int:

@@ -36,6 +36,7 @@ from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.vacuum import Vacuum
 
 T = TypeVar("T")
 SERVICE_NAME = svc.DESCRIPTOR.services_by_name["ModuleStoreService"].full_name
@@ -73,9 +74,11 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         commit_reads=repo.commit_reads,
     )
     relay = _origin_relay(config, outbox, repo, run, log)
+    pruned = Vacuum.of(engine, (repo.outbox.table_name, repo.request_table.name))
     housekeeper = Housekeeper(
-        PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table
-    )
+        PruneSettings.from_env(), repo.read, run, log,
+        positions=repo.positions, requests=repo.request_table, vacuum=pruned,
+    )  # fmt: skip
     # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once. This
     # replica's own commits signal as they commit: their NOTIFY would only make every watcher read again.
     listener = listen_for_commits(engine, repo.outbox.table_name, repo.committed.notify, skip_own=True)

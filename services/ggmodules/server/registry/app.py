@@ -27,6 +27,7 @@ from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
 from ggmodules.storage.registry.tables import RegOutboxPositionRow, RegRequestRow
+from ggmodules.storage.vacuum import Vacuum
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
@@ -43,6 +44,7 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     housekeeper = Housekeeper(
         PruneSettings.from_env(), writing, asyncio.to_thread, log,
         positions=positions, requests=RegRequestRow.__table__,  # type: ignore[attr-defined]
+        vacuum=Vacuum.of(engine, (repo.outbox.table_name, RegRequestRow.__tablename__)),
     )  # fmt: skip
     runs = Runs(repo)
     servicer = RegistryServicer(runs, Instances(repo, binder), binder, security.signer)

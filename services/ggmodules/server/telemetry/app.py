@@ -31,7 +31,8 @@ from ggmodules.server.telemetry.turns import TurnReports
 from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.event_logs import open_event_log
 from ggmodules.storage.telemetry.eventlog import EventLog
-from ggmodules.storage.telemetry.tables import TelRequestRow
+from ggmodules.storage.telemetry.tables import TelOutboxRow, TelRequestRow
+from ggmodules.storage.vacuum import Vacuum
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 
@@ -70,6 +71,7 @@ def build_service(
         log,
         requests=TelRequestRow.__table__,  # type: ignore[attr-defined]
         steps=[repo.prune_own_outbox],
+        vacuum=Vacuum.of(engine, (TelRequestRow.__tablename__, TelOutboxRow.__tablename__)),
     )
 
     def register(server: grpc.aio.Server) -> None:

@@ -25,6 +25,8 @@ from ggmodules.server.transfer.servicer import TransferServicer
 from ggmodules.server.transfer.transfers import Transfers
 from ggmodules.storage.transfer import TransferRepository
 from ggmodules.storage.transfer.repository import prune_ended
+from ggmodules.storage.transfer.tables import TrTransferRow
+from ggmodules.storage.vacuum import Vacuum
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
@@ -58,6 +60,7 @@ def build_service(
         run,
         log,
         request_steps=[prune_ended],
+        vacuum=Vacuum.of(engine, (TrTransferRow.__tablename__,)),
     )
 
     def register(server: grpc.aio.Server) -> None:

@@ -34,23 +34,18 @@ import zlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-import structlog
 from sqlalchemy import delete, func, insert, select
-from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.engine import Connection
 
-from ggmodules.storage.contention import first_line
 from ggmodules.storage.telemetry.tables import TelEventBlockRow, TelEventRow
 
 BLOCK = 64
 BZIP2_UP_TO = 64 * 1024
 # How bzip2's output begins (its stream magic); zlib's begins 0x78.
 BZIP2 = b"BZh"
-# PostgreSQL: rows packed away between two VACUUMs of tel_events (RowVacuum).
-VACUUM_EVERY = 1024
 BLOCKS = TelEventBlockRow.__table__  # type: ignore[attr-defined]
 ROWS = TelEventRow.__table__  # type: ignore[attr-defined]
 _ROW_COLUMNS = ("cursor", "origin", "origin_seq", "run_id", "agent_id", "payload", "stored_at")
-_log = structlog.get_logger("ggmodules.telemetry.blocks")
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,28 +241,3 @@ def store_block(conn: Connection, events: Sequence[PackedEvent], data: bytes) ->
 
 class Moved(Exception):
     """The rows to pack changed under the packing transaction: it is rolled back."""
-
-
-class RowVacuum:
-    """PostgreSQL: `VACUUM tel_events` every VACUUM_EVERY rows packed, so the space of the rows packed away
-    is used again by the next rows. Autovacuum comes at most once a minute (autovacuum_naptime) and only
-    once a fifth of the table is dead: over a burst tel_events kept the space of every row it had taken
-    in, and 3,000 appends of 200 bytes left Telemetry at 2.9 stored bytes per appended byte, most of it
-    dead rows (tests/bench/fanout.py). VACUUM (not FULL) takes no lock a write or a read waits for, and
-    SKIP_LOCKED passes when another replica's is running."""
-
-    def __init__(self) -> None:
-        self._since = 0
-
-    def packed(self, engine: Engine, rows: int) -> None:
-        self._since += rows
-        if self._since < VACUUM_EVERY:
-            return
-        self._since = 0
-        try:
-            with engine.connect() as conn:
-                conn.execution_options(isolation_level="AUTOCOMMIT").exec_driver_sql(
-                    "VACUUM (SKIP_LOCKED) tel_events"
-                )
-        except Exception as err:  # the space waits for the next one, or for autovacuum
-            _log.info("vacuuming packed rows failed", error=first_line(err))

@@ -53,6 +53,7 @@ from ggmodules.storage.telemetry.tables import (
     TelRequestRow,
     TelStreamHeadRow,
 )
+from ggmodules.storage.vacuum import Vacuum
 
 ORIGIN = "telemetry"
 # tel_meta's keys (meta.py): how far the log is pruned; how many events tel_events holds now, and their
@@ -101,7 +102,8 @@ class TelemetryRepository:
         self._pending_pruned = 0
         # Rows written since the last packing looked (at least), and events ever inserted: see `pack`.
         self._unpacked, self._inserted_total, self._counting = event_blocks.BLOCK, 0, threading.Lock()
-        self._vacuum = event_blocks.RowVacuum() if self._shared else None
+        # PostgreSQL: the rows packed away (and blocks pruned) are VACUUMed (storage/vacuum.py).
+        self._vacuum = Vacuum.of(self._reader, ("tel_events", "tel_event_blocks"))
         self._read_meta: dict[str, int] = {}  # tel_meta keys read with the counts (shared only)
         self._raises: dict[str, int] = {}  # tel_meta keys to raise with the counts
         head, pruned_through = self.head()
@@ -384,7 +386,7 @@ class TelemetryRepository:
                 return packed
             packed += len(rows)
             if self._vacuum is not None:
-                self._vacuum.packed(self._reader, len(rows))
+                self._vacuum.deleted(len(rows))
         return packed
 
     def close(self) -> None:
