@@ -300,3 +300,27 @@ def test_events_written_while_a_packing_reads_still_set_off_the_next_packing(
     monkeypatch.setattr(event_blocks, "oldest_rows", read)
     assert repo.pack_due()  # BLOCK + 9 rows wait
     assert repo.pack(4) == event_blocks.BLOCK
+
+
+def test_a_backlog_one_write_brings_is_packed_whole_before_any_later_write(open_repo: object) -> None:
+    """One append can bring many blocks' worth of events (a write to a store many agents hold: a snapshot
+    for each holder). Before, it set off one packing of PACK_STEP blocks and the rest waited in rows for
+    later writes, uncompressed for as long as Telemetry stayed quiet; now the packing goes on until fewer
+    than BLOCK rows are left."""
+    make = open_repo
+    assert callable(make)
+    repo = make(Retention(1_000_000))
+    events = history_events(event_blocks.BLOCK * 20 + 5)
+
+    async def one_write() -> None:
+        log = SqlEventLog(repo)
+        await log.start()
+        try:
+            await log.append("modulestore", events)
+            await log.packed()
+        finally:
+            await log.close()
+
+    asyncio.run(asyncio.wait_for(one_write(), 60))
+    assert packed(repo) == (event_blocks.BLOCK * 20, 5)
+    assert everything(repo)  # and it reads back
