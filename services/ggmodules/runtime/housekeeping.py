@@ -9,10 +9,11 @@ behind one.
 | pass interval | GGMODULES_PRUNE_INTERVAL_SECONDS | 30 seconds |
 | rows per transaction | GGMODULES_PRUNE_BATCH | 2,000 |
 | request-log retention | GGMODULES_REQUEST_LOG_RETENTION_SECONDS | 86,400 (one day) |
+| VACUUM at most this long apart (PostgreSQL) | GGMODULES_VACUUM_INTERVAL_SECONDS | 60 |
 
-On PostgreSQL a pass that deleted rows counts them to the service's `Vacuum` (storage/vacuum.py), which
-VACUUMs the tables pruned here once 1,024 rows have gone, so their space is used again whether or not
-autovacuum runs.
+On PostgreSQL each pass counts the rows it deleted to the service's `Vacuum` (storage/vacuum.py), which
+VACUUMs the tables the service deletes from or updates once 1,024 rows have gone, or a minute after the
+last (GGMODULES_VACUUM_INTERVAL_SECONDS), so their space is used again whether or not autovacuum runs.
 
 A retry whose request id was claimed longer ago than the retention window is treated as a new request
 (applied again). The SDK never retries that late: no unary call of its has a deadline past
@@ -41,6 +42,7 @@ MAX_RETRY_SPAN_SECONDS = 600.0
 
 
 DEFAULT_MARGIN, DEFAULT_INTERVAL, DEFAULT_BATCH, DEFAULT_REQUEST_WINDOW = 1000, 30.0, 2000, 86_400.0
+DEFAULT_VACUUM_INTERVAL = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +51,7 @@ class PruneSettings:
     interval: float = DEFAULT_INTERVAL
     batch: int = DEFAULT_BATCH
     request_window: float = DEFAULT_REQUEST_WINDOW
+    vacuum_interval: float = DEFAULT_VACUUM_INTERVAL
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> PruneSettings:
@@ -59,6 +62,9 @@ class PruneSettings:
             batch=int(_number(env, "GGMODULES_PRUNE_BATCH", DEFAULT_BATCH, 1)),
             request_window=_number(
                 env, "GGMODULES_REQUEST_LOG_RETENTION_SECONDS", DEFAULT_REQUEST_WINDOW, 1
+            ),
+            vacuum_interval=_number(
+                env, "GGMODULES_VACUUM_INTERVAL_SECONDS", DEFAULT_VACUUM_INTERVAL, 0.01
             ),
         )
 
@@ -94,7 +100,8 @@ class Housekeeper:
     ) -> None:
         """`steps`: more outbox pruning, (conn, batch) -> rows deleted; `request_steps`: request logs of
         another shape (Transfer's journal), (conn, retention window in seconds, batch) -> ids forgotten;
-        `vacuum`: every table those delete from (PostgreSQL; None on SQLite)."""
+        `vacuum`: the service's tables that those delete from, and that its writes update (PostgreSQL; None
+        on SQLite)."""
         self.settings = settings
         self._writing = writing
         self._run = run
@@ -145,8 +152,8 @@ class Housekeeper:
             )
         if events or requests:
             self._log.info("pruned", outbox_events=events, request_ids=requests)
-            if self._vacuum is not None:
-                await asyncio.to_thread(self._vacuum.deleted, events + requests)
+        if self._vacuum is not None:
+            await asyncio.to_thread(self._vacuum.deleted, events + requests)
         return events, requests
 
     async def _batches(self, step: Callable[[Connection], int]) -> int:

@@ -36,6 +36,7 @@ from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
+from ggmodules.storage.modulestore.tables import MsHolder, MsStore, MsStreamHead
 from ggmodules.storage.vacuum import Vacuum
 
 T = TypeVar("T")
@@ -74,9 +75,14 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
         commit_reads=repo.commit_reads,
     )
     relay = _origin_relay(config, outbox, repo, run, log)
-    pruned = Vacuum.of(engine, (repo.outbox.table_name, repo.request_table.name))
+    # What pruning deletes, and what writes update (a store's state, its holders, stream heads).
+    churned = (MsStore.__tablename__, MsHolder.__tablename__, MsStreamHead.__tablename__)
+    settings = PruneSettings.from_env()
+    pruned = Vacuum.of(
+        engine, (repo.outbox.table_name, repo.request_table.name, *churned), seconds=settings.vacuum_interval
+    )
     housekeeper = Housekeeper(
-        PruneSettings.from_env(), repo.read, run, log,
+        settings, repo.read, run, log,
         positions=repo.positions, requests=repo.request_table, vacuum=pruned,
     )  # fmt: skip
     # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once. This

@@ -64,14 +64,16 @@ def build_service(
         event_log=event_log.kind,
         retention=repo.retention.events,
     )
+    settings = PruneSettings.from_env()
+    pruned = (TelRequestRow.__tablename__, TelOutboxRow.__tablename__)
     housekeeper = Housekeeper(
-        PruneSettings.from_env(),
+        settings,
         engine_writing(engine),
         asyncio.to_thread,
         log,
         requests=TelRequestRow.__table__,  # type: ignore[attr-defined]
         steps=[repo.prune_own_outbox],
-        vacuum=Vacuum.of(engine, (TelRequestRow.__tablename__, TelOutboxRow.__tablename__)),
+        vacuum=Vacuum.of(engine, pruned, seconds=settings.vacuum_interval),
     )
 
     def register(server: grpc.aio.Server) -> None:

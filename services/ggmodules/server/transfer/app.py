@@ -54,13 +54,14 @@ def build_service(
     servicer = TransferServicer(transfers)
     # The journal is Transfer's request log: its ended transfers are forgotten past the request-log
     # retention window (runtime/housekeeping.py), so it does not grow with every transfer ever made.
+    settings = PruneSettings.from_env()
     housekeeper = Housekeeper(
-        PruneSettings.from_env(),
+        settings,
         lambda prune: repo.transact(lambda unit: prune(unit.conn)),
         run,
         log,
         request_steps=[prune_ended],
-        vacuum=Vacuum.of(engine, (TrTransferRow.__tablename__,)),
+        vacuum=Vacuum.of(engine, (TrTransferRow.__tablename__,), seconds=settings.vacuum_interval),
     )
 
     def register(server: grpc.aio.Server) -> None:

@@ -138,10 +138,13 @@ class SqlEventLog:
             # snapshot for each holder): they are all packed now, not one step per later write, which a
             # Telemetry gone quiet never makes. Measured before, under a crowd of writers on shared stores:
             # 3,719 events of 13.7 kB left in rows (37 MB) a minute in, and still there once writes stopped.
-            # A step that packed nothing (another replica packing the same rows, or retention pruning them)
-            # ends it; the next write sets it off again.
-            while await asyncio.to_thread(self.repo.pack, PACK_STEP) and self.repo.pack_due():
-                if self._closing:  # the step under way is done: the rest waits for the next start
+            # A step can pack nothing when the rows changed under it (another replica packed them first, a
+            # row committed late with an older cursor, retention pruned them): it reads them again. Three
+            # such steps in a row end it, and the next write sets it off again.
+            empty = 0
+            while empty < 3:
+                empty = 0 if await asyncio.to_thread(self.repo.pack, PACK_STEP) else empty + 1
+                if self._closing or not self.repo.pack_due():  # closing: the step under way was the last
                     return
         except Exception as exc:
             if database_unreachable(exc):
