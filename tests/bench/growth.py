@@ -129,10 +129,13 @@ def append(run: str, agent: str, store: str, text: str, request_id: str = "") ->
 
 
 class Trio:
-    """ModuleStore, Registry and Telemetry processes on SQLite files in `directory`."""
+    """ModuleStore, Registry and Telemetry processes, on SQLite files in `directory` unless given `urls`."""
 
-    def __init__(self, directory: Path, telemetry_env: dict[str, str] | None = None) -> None:
-        self.urls = {
+    def __init__(
+        self, directory: Path, telemetry_env: dict[str, str] | None = None, urls: dict[str, str] | None = None
+    ) -> None:
+        """`urls`: each service's database (default: a new SQLite file each)."""
+        self.urls = urls or {
             s: new_database_url("sqlite", s, directory) for s in ("modulestore", "registry", "telemetry")
         }
         quiet = ("--log-level", "warning")

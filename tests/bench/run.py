@@ -4,9 +4,10 @@ Every service runs as its own OS process on this machine, as in production (Tran
 ModuleStore beside it, each on its own SQLite file). The no-op is the standard health Check of the same
 grpc.aio server, called through the same kind of channel, so the difference is what the service itself
 adds. Figures only: nothing here passes or fails. `--only transfer` (or `modulestore`, `telemetry`,
-`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `fanout`, `auth`, `latency`,
-`session`, `writes`, `store-size`) prints one section. Every service runs with auth on (the harness's
-keys); `auth` sets append through the credential check beside append on a --insecure-dev ModuleStore.
+`telemetry-postgres`, `telemetry-jetstream`, `archive`, `growth`, `growth-postgres`, `fanout`, `auth`,
+`latency`, `session`, `writes`, `store-size`) prints one section. Every service runs with auth on (the
+harness's keys); `auth` sets append through the credential check beside append on a --insecure-dev
+ModuleStore.
 
 Each section is a module of tests/bench with a `figures(quick)` that prints it; `SECTIONS` below names them in
 the order a full run prints them. A new section: a module tests/bench/<name>.py and one line in SECTIONS.
@@ -22,6 +23,7 @@ from tests.bench import (
     auth,
     fanout,
     growth,
+    growth_postgres,
     latency,
     modulestore,
     session,
@@ -41,6 +43,7 @@ SECTIONS: dict[str, Callable[[bool], None]] = {
     "telemetry-jetstream": telemetry.jetstream_figures,
     "archive": archive.figures,
     "growth": growth.figures,
+    "growth-postgres": growth_postgres.figures,
     "fanout": fanout.figures,
     "latency": latency.figures,
     "session": session.figures,

@@ -19,8 +19,9 @@ So a service VACUUMs the tables it deletes from or updates itself: once EVERY ro
 otherwise once `seconds` have passed (a minute unless GGMODULES_VACUUM_INTERVAL_SECONDS says), at its
 pruning pass (runtime/housekeeping.py). VACUUM (not FULL) takes no lock a read or a write waits for;
 SKIP_LOCKED passes a table whose VACUUM another replica is running. A VACUUM that fails leaves the space to
-the next one (or to autovacuum) and is logged, never raised: the deletes it follows have committed. On SQLite deleted pages go to the file's freelist and are used again
-without it, so `Vacuum.of` gives none there.
+the next one (or to autovacuum) and is logged, never raised: the deletes it follows have committed. On
+SQLite deleted pages go to the file's freelist and are used again without it, so `Vacuum.of` gives none
+there.
 """
 
 from __future__ import annotations
