@@ -2,8 +2,9 @@
 prunes, and of the old versions of what its writes update, is used again by the rows after them, whether or
 not the server's autovacuum runs (it is off on this machine's PostgreSQL, as an operator may have it).
 
-Pruning passes are run by the test (the service's own Housekeeper, `prune_once`) after each round of writes;
-the outbox margin is 0, and the time-based VACUUM is due at every pass.
+Pruning passes are run by the test (the service's own Housekeeper, `prune_once`) after each round of writes,
+with an outbox margin of 0. The first test leaves the time-based VACUUM at its minute, so only the rows the
+passes delete bring one; the second makes it due at every pass.
 """
 
 from __future__ import annotations
@@ -30,6 +31,12 @@ ROUNDS, WRITES = 12, 300  # 3,600 events through an outbox that holds at most 30
 @pytest.fixture()
 def pruning(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Suite]:
     monkeypatch.setenv("GGMODULES_OUTBOX_PRUNE_MARGIN", "0")
+    with Suite("postgres", tmp_path, transfer=False) as s:
+        yield s
+
+
+@pytest.fixture()
+def vacuuming(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Suite]:
     monkeypatch.setenv("GGMODULES_VACUUM_INTERVAL_SECONDS", "0.01")
     with Suite("postgres", tmp_path, transfer=False) as s:
         yield s
@@ -74,11 +81,11 @@ def test_postgresql_uses_the_space_of_pruned_outbox_events_again(pruning: Suite)
 
 
 @needs_postgres
-def test_postgresql_uses_the_space_of_a_store_state_written_again_and_again(pruning: Suite) -> None:
+def test_postgresql_uses_the_space_of_a_store_state_written_again_and_again(vacuuming: Suite) -> None:
     """A memories pad of 20 kB (its store's state, kept out of line) written again 200 times. Before, each
     write's old value stayed: ms_stores grew by 0.45 MB a round of 20 writes, to 4.5 MB. Now the passes
     VACUUM ms_stores too, and it stays at 0.57-0.60 MB."""
-    suite = pruning
+    suite = vacuuming
     run = create_run(suite.reg, full_profile("coder")).run_id
     coder = open_instance(suite.reg, run, "coder")
     memories = store_ids(coder)["memories"]
