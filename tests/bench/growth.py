@@ -26,6 +26,7 @@ import time
 import uuid
 from pathlib import Path
 
+from sqlalchemy import create_engine, text
 from sqlalchemy.engine import make_url
 
 from ggmodules.common.v1 import common_pb2
@@ -91,10 +92,13 @@ def payloads(kind: str, n: int, size: int) -> list[str]:
 
 
 def rows(url: str, table: str) -> int:
-    path = make_url(url).database
-    assert path is not None
-    with sqlite3.connect(path, timeout=30) as db:
-        return int(db.execute(f"SELECT count(*) FROM {table}").fetchone()[0])
+    """The rows of `table`, on SQLite or PostgreSQL."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(text(f"SELECT count(*) FROM {table}")).scalar_one())
+    finally:
+        engine.dispose()
 
 
 def binding(kind: int, action: int, source: str = "") -> modulestore_pb2.Binding:
@@ -321,71 +325,9 @@ def holder_costs(directory: Path, backend: str, pg_url: str) -> None:
     print(f"  H=256 / H=1 = {ratio:.1f}x   (target <= 2x){'' if ratio <= 2 else '   MISSED'}")
 
 
-def flat_size(directory: Path, quick: bool) -> None:
-    """ModuleStore's pages in use after 1,000 overwriting writes and after 100,000, each time once pruned:
-    the store's own contents stay one pad, so all growth is log (outbox, request ids)."""
-    trio = Trio(directory, telemetry_env={"GGMODULES_TELEMETRY_RETENTION_EVENTS": "1000"})
-    sizes: dict[int, dict[str, int]] = {}
-    try:
-        run, agent = f"run-{uuid.uuid4().hex[:8]}", "writer-0"
-        held = bind(
-            trio.ms,
-            run,
-            agent,
-            binding(common_pb2.KIND_MEMORIES, modulestore_pb2.BIND_ACTION_CREATE),
-            binding(common_pb2.KIND_HISTORY, modulestore_pb2.BIND_ACTION_CREATE),
-        )
-        memories, history = held[common_pb2.KIND_MEMORIES], held[common_pb2.KIND_HISTORY]
-
-        async def overwrite(n: int, callers: int = 16) -> None:
-            async with open_aio_channel(trio.ms_address) as ch:
-                stub = stubs(ch, "modulestore")
-                left = iter(range(n))
-
-                async def caller() -> None:
-                    for i in left:
-                        await stub.Write(
-                            MS.WriteRequest(
-                                request_id=uuid.uuid4().hex,
-                                run_id=run,
-                                agent_id=agent,
-                                store_id=memories,
-                                write_pad=MS.WritePad(text=f"pad {i}"),
-                            )
-                        )
-
-                await asyncio.gather(*(caller() for _ in range(callers)))
-
-        done = 0
-        for total in (1_000, 10_000 if quick else 100_000):
-            t0 = time.perf_counter()
-            asyncio.run(overwrite(total - done))
-            done = total
-            marker = f"after {total}"
-            trio.ms.Write(append(run, agent, history, marker))
-            trio.taken_in(run, agent, marker)
-            trio.pruned()
-            time.sleep(6)  # past the 5 s request-log window, then a pass
-            sizes[total] = {s: used_bytes(u) for s, u in trio.urls.items()}
-            print(
-                f"  ({total:,} writes in all; the last {total - (1000 if total > 1000 else 0):,} "
-                f"took {time.perf_counter() - t0:.0f} s with pruning and the wait)"
-            )
-    finally:
-        trio.close()
-    small, large = sizes[1_000], sizes[max(sizes)]
-    print(f"\n[database size after {max(sizes):,} writes and a pruning pass, against after 1,000; SQLite]")
-    for service in ("modulestore", "registry", "telemetry"):
-        ratio = large[service] / small[service]
-        note = " (retention: its newest 1,000 events)" if service == "telemetry" else ""
-        print(
-            f"  {service:<12} {small[service] / 1e6:7.2f} MB -> {large[service] / 1e6:7.2f} MB"
-            f"   {ratio:5.2f}x"
-            f"   (target: flat within 2x){'' if ratio <= ROW_LIMIT else '   MISSED'}{note}"
-        )
-
-
 def figures(quick: bool) -> None:
+    from tests.bench.flat_size import flat_size  # which imports this module's Trio
+
     pg_url = os.environ.get("GGMODULES_TEST_POSTGRES_URL", PG_DEFAULT)
     print("\nBounded growth (issue 14)")
     with tempfile.TemporaryDirectory() as tmp:
@@ -396,3 +338,16 @@ def figures(quick: bool) -> None:
         except Exception as err:  # a machine without PostgreSQL still gets the SQLite figures
             print(f"(PostgreSQL figures left out: {err})")
         flat_size(Path(tmp), quick)
+
+
+def postgres_figures(quick: bool) -> None:
+    """`--only growth-postgres`: the database sizes on PostgreSQL (tests/bench/flat_size.py)."""
+    from tests.bench.flat_size import flat_size
+
+    pg_url = os.environ.get("GGMODULES_TEST_POSTGRES_URL", PG_DEFAULT)
+    print("\nBounded growth on PostgreSQL (issue 14)")
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            flat_size(Path(tmp), quick, "postgres", pg_url)
+        except Exception as err:  # a machine without PostgreSQL
+            print(f"(PostgreSQL figures left out: {err})")
