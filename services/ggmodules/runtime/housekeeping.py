@@ -24,6 +24,7 @@ window above that; a smaller one is accepted, with a warning.
 from __future__ import annotations
 
 import asyncio
+import math
 import os
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -70,10 +71,16 @@ class PruneSettings:
 
 
 def _number(env: Mapping[str, str], name: str, default: float, least: float) -> float:
+    """`name`'s value (`_` and `,` allowed between digits), `default` when unset; refused, naming the
+    variable, when it is not a finite number of at least `least` (float() alone named neither, and took nan
+    and inf)."""
     value = env.get(name, "").strip().replace("_", "").replace(",", "")
-    number = float(value) if value else default
-    if number < least:
-        raise ValueError(f"{name} must be at least {least:g}, not {number:g}")
+    try:
+        number = float(value) if value else default
+    except ValueError:
+        number = math.nan
+    if not math.isfinite(number) or number < least:
+        raise ValueError(f"{name} must be a number of at least {least:g}, not {env.get(name)!r}")
     return number
 
 
