@@ -72,7 +72,11 @@ class HealthWatch:
             await asyncio.sleep(self._interval)
             try:
                 if self._probe is not None:
-                    await asyncio.wait_for(asyncio.to_thread(self._probe), CONNECT_TIMEOUT_SECONDS + 1)
+                    # Awaited in this task, not wrapped in one of its own as wait_for does: a stop that
+                    # cancelled that task before its first step left "coroutine 'to_thread' was never
+                    # awaited" in the log.
+                    async with asyncio.timeout(CONNECT_TIMEOUT_SECONDS + 1):
+                        await asyncio.to_thread(self._probe)
                 serving, what, error = True, "", ""
             except Exception as err:  # any failure to answer: the database is away for this replica
                 serving, what = False, "database"
