@@ -20,30 +20,14 @@ import pytest
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 
-from ggmodules.modulestore.v1 import modulestore_service_pb2 as svc
-from ggmodules.sdk.credentials import bearer
 from tests.bad_input._support.requests import requests
-from tests.bad_input._support.world import ERROR_DOMAIN, World, every_method, full_name
-from tests.harness import CREDENTIALS, WALLET, error_info
+from tests.bad_input._support.world import ERROR_DOMAIN, MAX_CREDENTIAL, World, every_method, full_name
+from tests.harness import WALLET, error_info
 
 METHODS = every_method()
 BY_NAME = {f"{service}:{m.containing_service.name}.{m.name}": (service, m) for service, m in METHODS}
 # Below the 16 MiB a service receives: a larger body is refused by grpc itself, before any of our code.
 MAX_BODY = 4 * 1024 * 1024
-# The call's credential is minted for the ids in its request (WALLET.credential_for). One minted for an id far
-# past the id limits would not fit in the headers a service accepts (16 KiB, runtime/channels.py: past it
-# RESOURCE_EXHAUSTED from grpc, before any of our code); no credential the suite issues is that long (an id
-# is at most 128 characters).
-MAX_CREDENTIAL = 4096
-
-
-def outbox_head(world: World) -> int:
-    answer = world.channels["modulestore"].unary_unary(
-        "/ggmodules.internal.v1.ModuleStoreInternalService/ReadOutbox",
-        request_serializer=svc.ReadOutboxRequest.SerializeToString,
-        response_deserializer=svc.ReadOutboxResponse.FromString,
-    )(svc.ReadOutboxRequest(page_size=1), timeout=30, metadata=bearer(CREDENTIALS.service))
-    return int(answer.head_origin_seq)
 
 
 @pytest.mark.parametrize("key", sorted(BY_NAME))
@@ -64,7 +48,7 @@ def test_r47_r48_no_request_to_any_rpc_gets_internal_unknown_or_a_refusal_withou
     request = data.draw(requests(method.input_type, world.pools), label="request")
     assume(request.ByteSize() <= MAX_BODY)
     assume(len(WALLET.credential_for(full_name(method), request)) <= MAX_CREDENTIAL)
-    before = outbox_head(world)
+    before = world.outbox_head()
     code, status = world.call(service, method, request)
     event(code.name)
     info = error_info(status)
@@ -76,4 +60,4 @@ def test_r47_r48_no_request_to_any_rpc_gets_internal_unknown_or_a_refusal_withou
     assert code is not grpc.StatusCode.INTERNAL or r26, what
     assert info is not None and info.reason and info.domain == ERROR_DOMAIN, what
     if not r26:
-        assert outbox_head(world) == before, f"a refusal changed ModuleStore: {what}"
+        assert world.outbox_head() == before, f"a refusal changed ModuleStore: {what}"

@@ -21,7 +21,7 @@ from ggmodules.sdk.credentials import bearer
 from ggmodules.telemetry.v1 import telemetry_service_pb2
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 from tests.bad_input._support.requests import Pools
-from tests.harness import NONE, WALLET, Suite, rich_status, stubs
+from tests.harness import CREDENTIALS, NONE, WALLET, Suite, rich_status, stubs
 from tests.harness.registry import create_run, edge, fork, fsm, full_profile, open_instance, store_ids
 from tests.harness.transfers import put_everything, transition
 
@@ -37,6 +37,11 @@ INTERNAL = {
 }
 OUTBOX = internal_outbox.DESCRIPTOR.services_by_name["OutboxService"]
 ERROR_DOMAIN = "ggmodules.dev"
+# The call's credential is minted for the ids in its request (WALLET.credential_for). One minted for an id far
+# past the id limits would not fit in the headers a service accepts (16 KiB, runtime/channels.py: past it
+# RESOURCE_EXHAUSTED from grpc, before any of our code); no credential the suite issues is that long (an id
+# is at most 128 characters).
+MAX_CREDENTIAL = 4096
 
 
 def every_method() -> list[tuple[str, MethodDescriptor]]:
@@ -110,6 +115,15 @@ class World:
         add("role", "user", "assistant")
         pools = Pools({field: sorted(values) for field, values in names.items()})
         return cls(addresses, channels, pools)
+
+    def outbox_head(self) -> int:
+        """ModuleStore's outbox head: where every module change lands, so a refusal must leave it."""
+        answer = self.channels["modulestore"].unary_unary(
+            "/ggmodules.internal.v1.ModuleStoreInternalService/ReadOutbox",
+            request_serializer=svc.ReadOutboxRequest.SerializeToString,
+            response_deserializer=svc.ReadOutboxResponse.FromString,
+        )(svc.ReadOutboxRequest(page_size=1), timeout=30, metadata=bearer(CREDENTIALS.service))
+        return int(answer.head_origin_seq)
 
     def call(
         self, service: str, method: MethodDescriptor, request: Message, *, stream_items: int = 3
