@@ -8,6 +8,12 @@ but gRPC itself is measured.
 The raw fan-out, the yardstick for one write reaching many subscribers: `/bench.RawStream/Listen` streams
 an empty message once the listener is registered, then every message published; `/bench.RawStream/Publish`
 hands its body to every listener's stream and answers (empty) once it has.
+
+It serves with the services' own server options (runtime/server.py SERVER_OPTIONS): the same message limits,
+and it admits the keepalive pings the bench's channels send every 4 s as the services do. With grpc's
+defaults (one ping every 5 minutes) it answered them with GOAWAY "too_many_pings" after about 12 s of quiet,
+which ended every Listen stream open on that connection (UNAVAILABLE "Too many pings"), seen in a `make
+bench` run.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ import signal
 from collections.abc import AsyncIterator
 
 import grpc
+
+from ggmodules.runtime.server import SERVER_OPTIONS
 
 SERVICE = "bench.RawStream"
 METHOD = f"/{SERVICE}/Stream"
@@ -52,7 +60,7 @@ class _FanOut:
 
 
 async def serve(host: str = "127.0.0.1") -> None:
-    server = grpc.aio.server()
+    server = grpc.aio.server(options=SERVER_OPTIONS)
     fan_out = _FanOut()
     plain = {"request_deserializer": _identity, "response_serializer": _identity}
     handlers = {

@@ -15,7 +15,7 @@ from typing import Any
 
 import grpc
 
-from ggmodules.runtime.channels import MESSAGE_LIMITS, PUSHBACK
+from ggmodules.runtime.channels import MESSAGE_LIMITS, PUSHBACK, SERVER_KEEPALIVE_OPTIONS
 
 # Headers gRPC sets itself; everything else the client sent is forwarded.
 _TRANSPORT_HEADERS = {":authority", "user-agent", "grpc-previous-rpc-attempts", "grpc-accept-encoding",
@@ -44,7 +44,10 @@ class FlakyProxy:
         self.seen: list[Seen] = []
         self._failed: Counter[str] = Counter()
         self._upstream = grpc.insecure_channel(target, options=list(MESSAGE_LIMITS))
-        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8), options=list(MESSAGE_LIMITS))
+        # Admitting the clients' keepalive pings as a service does: with grpc's defaults it would end a
+        # connection quiet for about 12 s with GOAWAY "too_many_pings", an UNAVAILABLE of its own.
+        self._server = grpc.server(futures.ThreadPoolExecutor(max_workers=8),
+                                   options=[*MESSAGE_LIMITS, *SERVER_KEEPALIVE_OPTIONS])
         self._server.add_generic_rpc_handlers([_Handler(self)])
         self.address = f"127.0.0.1:{self._server.add_insecure_port('127.0.0.1:0')}"
         self._server.start()
