@@ -82,6 +82,18 @@ def database_unreachable(exc: BaseException) -> bool:
     )
 
 
+def once_more_if_lost(attempt: Callable[[], T]) -> T:
+    """`attempt()`, and once more should the database connection it used turn out lost (a session ended by
+    pg_terminate_backend or a failover: the pool gives the next attempt a fresh one). For what may run twice
+    (a read; a write whose transaction did not commit); a database still unreachable fails the second."""
+    try:
+        return attempt()
+    except Exception as exc:
+        if not database_unreachable(exc):
+            raise
+    return attempt()
+
+
 def first_line(exc: BaseException) -> str:
     """The driver's first line of a database error (SQLAlchemy's own adds the statement and a link), at most
     300 characters: what a refusal or a log line quotes."""

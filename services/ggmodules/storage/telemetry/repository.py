@@ -8,9 +8,9 @@ refuses under contention (e.g. SQLite busy) is run again (storage.contention).
 Several replicas may share one PostgreSQL database: the count and each origin's position are read from the
 database (`tel_meta`) under the lock; an origin's events at or below the highest origin_seq stored for it
 are passed over before inserting (which is what stores each event once, whichever replica's relay brings
-it: tel_events has no unique key on it, issue 14; and it wastes no cursor);
-and the recent-events cache is filled from the log itself in cursor order (`refresh`), woken by the other
-replicas' commits (NOTIFY tel_events, storage/commits.py), not only by this process's own writes.
+it: tel_events has no unique key on it, issue 14; and it wastes no cursor); and the recent-events cache is
+filled from the log itself in cursor order (`refresh`), woken by the other replicas' commits (NOTIFY
+tel_events, storage/commits.py), not only by this process's own writes.
 
 Reads never take the write lock: on SQLite they use their own engine whose connections run each SELECT in
 autocommit mode (no BEGIN IMMEDIATE), so a subscriber never holds up a writer or another subscriber.
@@ -31,7 +31,7 @@ from ggmodules.core.errors import DomainError
 from ggmodules.core.telemetry.streams import Retention, StreamFilter
 from ggmodules.core.telemetry.turns import KnownAgent
 from ggmodules.storage.commits import CommitSignal
-from ggmodules.storage.contention import DEFAULT, Retries, retrying
+from ggmodules.storage.contention import DEFAULT, Retries, once_more_if_lost, retrying
 from ggmodules.storage.idempotency import RequestLog
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.migrations import migrate
@@ -96,6 +96,7 @@ class TelemetryRepository:
         self._bounds = RetentionBounds(retention)
         self._highest: dict[str, int] = {}  # origin -> highest origin_seq stored (SQLite only relies on it)
         self._refreshing = threading.Lock()
+        self._stale = False  # a refresh failed: the cache may be behind what is committed (`refresh`)
         # What the write in progress stored and pruned through, handed to `recent` once it commits.
         self._pending: list[StoredEvent] = []
         self._inserted: list[StoredEvent] = []  # what an ingest's first round trip inserted (PostgreSQL)
@@ -120,8 +121,8 @@ class TelemetryRepository:
         """The write lock taken; the events held and their payload bytes, from tel_meta (counted once, the
         first time, for a log made before them); the `extra` keys read with them go to `self._read_meta`.
         With `events` (an ingest's: `extra` is their origin's position), those above the position are
-        inserted in the same round trip (storage/telemetry/pg_ingest.py) and returned; the counts are
-        those before them."""
+        inserted in the same round trip (storage/telemetry/pg_ingest.py) and returned; the counts are those
+        before them."""
         position = extra[0] if events else ""
         rows, inserted = pg_ingest.locked_meta(conn, [STORED, STORED_BYTES, *extra], position, events)
         self._read_meta = {key: int(rows.get(key, 0)) for key in extra}
@@ -186,22 +187,24 @@ class TelemetryRepository:
         head with nothing between (the write lock makes cursors commit in order, so then nobody else's
         commit lies between); otherwise the cache is filled from the log (`refresh`)."""
         with self._refreshing:
-            if not stored or stored[0].cursor == self.recent.head + 1:
+            if not self._stale and (not stored or stored[0].cursor == self.recent.head + 1):
                 self.recent.committed(stored, pruned_through)
                 return
         self.refresh()
 
     def refresh(self) -> None:
-        """Brings the recent-events cache up to the log's head: every event stored since its head, by this
-        replica or another, in cursor order. Then wakes this process's subscribers."""
+        """Brings the recent-events cache up to the log's head (what any replica stored since), then wakes
+        subscribers. A read on a lost connection is made once more; then the next ingest refreshes again."""
         with self._refreshing:
+            self._stale = True
             after = self.recent.head
             while True:
-                got = self.read(StreamFilter(), after, CAPACITY)
+                got = once_more_if_lost(functools.partial(self.read, StreamFilter(), after, CAPACITY))
                 self.recent.committed(got.events, got.pruned_through)
                 if not got.full:
                     break
                 after = got.events[-1].cursor
+            self._stale = False
         self.committed.notify()
 
     def ingest(self, origin: str, events: Sequence[event_pb2.Event]) -> int:
@@ -245,13 +248,13 @@ class TelemetryRepository:
             self._publish_recent(stored, 0)
             self.committed.notify()
             due = self._bounds.due(self._stored, self._stored_bytes)
-        if due:
-            retrying(self._prune_now, self.retries)
+        if due:  # after the COMMIT, on a connection the same outage may have ended (as in `refresh`)
+            once_more_if_lost(lambda: retrying(self._prune_now, self.retries))
         return len(stored)
 
-    def _prune_now(self) -> None:
+    def _prune_now(self) -> None:  # a write of its own, which prunes as it ends
         with self._writing():
-            pass  # the write prunes as it ends
+            pass
 
     def highest_origin_seq(self, origin: str) -> int:
         """Where following `origin` resumes: the highest origin_seq ever stored (pruned or not)."""
@@ -365,8 +368,6 @@ class TelemetryRepository:
             before = self._inserted_total
             with self._reader.connect() as conn:
                 rows = event_blocks.oldest_rows(conn, event_blocks.BLOCK)
-            # What writes inserted while this thread read is added (counted twice at worst: a packing that
-            # finds too few; not counted, a full block would wait for later writes).
             with self._counting:  # plus what writes inserted meanwhile (twice at worst: a packing too early)
                 self._unpacked = len(rows) + (self._inserted_total - before)
             if len(rows) < event_blocks.BLOCK:
