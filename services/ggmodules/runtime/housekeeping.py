@@ -32,7 +32,7 @@ from typing import Any
 
 import structlog
 from sqlalchemy import Table
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, Engine
 
 from ggmodules.storage.outbox_pruning import OutboxPositions, prune_requests
 from ggmodules.storage.vacuum import Vacuum
@@ -103,12 +103,12 @@ class Housekeeper:
         requests: Table | None = None,
         steps: Sequence[Callable[[Connection, int], int]] = (),
         request_steps: Sequence[Callable[[Connection, float, int], int]] = (),
-        vacuum: Vacuum | None = None,
+        vacuum: tuple[Engine, Sequence[str]] | None = None,
     ) -> None:
         """`steps`: more outbox pruning, (conn, batch) -> rows deleted; `request_steps`: request logs of
         another shape (Transfer's journal), (conn, retention window in seconds, batch) -> ids forgotten;
-        `vacuum`: the service's tables that those delete from, and that its writes update (PostgreSQL; None
-        on SQLite)."""
+        `vacuum`: the service's engine and the tables those delete from and its writes update, VACUUMed on
+        PostgreSQL (storage/vacuum.py) at most `settings.vacuum_interval` apart."""
         self.settings = settings
         self._writing = writing
         self._run = run
@@ -117,7 +117,7 @@ class Housekeeper:
         self._requests = requests
         self._steps = steps
         self._request_steps = request_steps
-        self._vacuum = vacuum
+        self._vacuum = Vacuum.of(*vacuum, seconds=settings.vacuum_interval) if vacuum else None
         self._task: asyncio.Task[None] | None = None
         if settings.request_window < MAX_RETRY_SPAN_SECONDS:
             log.warning(

@@ -37,7 +37,6 @@ from ggmodules.storage.engine import is_sqlite
 from ggmodules.storage.kept import KeptConnection
 from ggmodules.storage.modulestore.repository import ModuleStoreRepository
 from ggmodules.storage.modulestore.tables import MsHolder, MsStore, MsStreamHead
-from ggmodules.storage.vacuum import Vacuum
 
 T = TypeVar("T")
 SERVICE_NAME = svc.DESCRIPTOR.services_by_name["ModuleStoreService"].full_name
@@ -77,13 +76,9 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     relay = _origin_relay(config, outbox, repo, run, log)
     # What pruning deletes, and what writes update (a store's state, its holders, stream heads).
     churned = (MsStore.__tablename__, MsHolder.__tablename__, MsStreamHead.__tablename__)
-    settings = PruneSettings.from_env()
-    pruned = Vacuum.of(
-        engine, (repo.outbox.table_name, repo.request_table.name, *churned), seconds=settings.vacuum_interval
-    )
     housekeeper = Housekeeper(
-        settings, repo.read, run, log,
-        positions=repo.positions, requests=repo.request_table, vacuum=pruned,
+        PruneSettings.from_env(), repo.read, run, log, positions=repo.positions, requests=repo.request_table,
+        vacuum=(engine, (repo.outbox.table_name, repo.request_table.name, *churned)),
     )  # fmt: skip
     # Commits of other ModuleStore replicas on the same PostgreSQL database wake WatchOutbox at once. This
     # replica's own commits signal as they commit: their NOTIFY would only make every watcher read again.

@@ -27,7 +27,6 @@ from ggmodules.storage.commits import listen_for_commits
 from ggmodules.storage.outbox_pruning import OutboxPositions
 from ggmodules.storage.registry import RegistryRepository
 from ggmodules.storage.registry.tables import RegInstanceRow, RegOutboxPositionRow, RegRequestRow
-from ggmodules.storage.vacuum import Vacuum
 
 
 def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLogger) -> Service:
@@ -41,14 +40,10 @@ def build_service(config: ServiceConfig, log: structlog.typing.FilteringBoundLog
     outbox = OutboxServicer(
         repo.outbox, engine_reading(engine), repo.committed, asyncio.to_thread, positions, writing
     )
-    settings = PruneSettings.from_env()
     housekeeper = Housekeeper(
-        settings, writing, asyncio.to_thread, log,
+        PruneSettings.from_env(), writing, asyncio.to_thread, log,
         positions=positions, requests=RegRequestRow.__table__,  # type: ignore[attr-defined]
-        vacuum=Vacuum.of(
-            engine, (repo.outbox.table_name, RegRequestRow.__tablename__, RegInstanceRow.__tablename__),
-            seconds=settings.vacuum_interval,
-        ),
+        vacuum=(engine, (repo.outbox.table_name, RegRequestRow.__tablename__, RegInstanceRow.__tablename__)),
     )  # fmt: skip
     runs = Runs(repo)
     servicer = RegistryServicer(runs, Instances(repo, binder), binder, security.signer)

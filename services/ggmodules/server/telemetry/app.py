@@ -32,7 +32,6 @@ from ggmodules.storage.telemetry import TelemetryRepository
 from ggmodules.storage.telemetry.event_logs import open_event_log
 from ggmodules.storage.telemetry.eventlog import EventLog
 from ggmodules.storage.telemetry.tables import TelOutboxRow, TelRequestRow
-from ggmodules.storage.vacuum import Vacuum
 from ggmodules.telemetry.v1 import telemetry_service_pb2 as pb
 from ggmodules.telemetry.v1 import telemetry_service_pb2_grpc as pb_grpc
 
@@ -64,16 +63,14 @@ def build_service(
         event_log=event_log.kind,
         retention=repo.retention.events,
     )
-    settings = PruneSettings.from_env()
-    pruned = (TelRequestRow.__tablename__, TelOutboxRow.__tablename__)
     housekeeper = Housekeeper(
-        settings,
+        PruneSettings.from_env(),
         engine_writing(engine),
         asyncio.to_thread,
         log,
         requests=TelRequestRow.__table__,  # type: ignore[attr-defined]
         steps=[repo.prune_own_outbox],
-        vacuum=Vacuum.of(engine, pruned, seconds=settings.vacuum_interval),
+        vacuum=(engine, (TelRequestRow.__tablename__, TelOutboxRow.__tablename__)),
     )
 
     def register(server: grpc.aio.Server) -> None:

@@ -26,7 +26,6 @@ from ggmodules.server.transfer.transfers import Transfers
 from ggmodules.storage.transfer import TransferRepository
 from ggmodules.storage.transfer.repository import prune_ended
 from ggmodules.storage.transfer.tables import TrTransferRow
-from ggmodules.storage.vacuum import Vacuum
 from ggmodules.transfer.v1 import transfer_service_pb2, transfer_service_pb2_grpc
 
 
@@ -54,14 +53,13 @@ def build_service(
     servicer = TransferServicer(transfers)
     # The journal is Transfer's request log: its ended transfers are forgotten past the request-log
     # retention window (runtime/housekeeping.py), so it does not grow with every transfer ever made.
-    settings = PruneSettings.from_env()
     housekeeper = Housekeeper(
-        settings,
+        PruneSettings.from_env(),
         lambda prune: repo.transact(lambda unit: prune(unit.conn)),
         run,
         log,
         request_steps=[prune_ended],
-        vacuum=Vacuum.of(engine, (TrTransferRow.__tablename__,), seconds=settings.vacuum_interval),
+        vacuum=(engine, (TrTransferRow.__tablename__,)),
     )
 
     def register(server: grpc.aio.Server) -> None:

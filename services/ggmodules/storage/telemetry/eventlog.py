@@ -218,7 +218,6 @@ class SqlEventLog:
 
     async def close(self) -> None:
         self._closing = True
-        if self._packing is not None:
-            await asyncio.gather(self._packing, return_exceptions=True)
+        await self.packed()
         if self._listener is not None:
             self._listener.stop()
