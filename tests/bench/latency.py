@@ -20,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from tests.bench import floor
 from tests.bench.common import PG_DEFAULT, percentile
 from tests.bench.raw_stream import fan_out_stubs
 from tests.bench.telemetry import TelemetryBench, latency_lines, paced_line
@@ -122,6 +123,7 @@ def figures(quick: bool) -> None:
 
     if not NATS_URL:
         print(f"\n(JetStream figures left out: {NO_NATS})")
+        floor.figures(quick, pg_url, "")
         return
     on_postgres = {"backend": "postgres", "postgres_url": pg_url}
     js = "event log on NATS JetStream"
@@ -136,3 +138,4 @@ def figures(quick: bool) -> None:
             _one(label, quick, event_log=url, origin_publishes=publishes, **backend)
         finally:
             drop_stream(url)
+    floor.figures(quick, pg_url, NATS_URL)
