@@ -9,6 +9,8 @@ server as a fourth, and prints, beside its target:
 - one write reaching 100 subscribers against a raw gRPC fan-out measured in the same run: one message
   published to 100 bare server streams (tests/bench/raw_stream.py, the same client layout: 10 asyncio
   channels, one publishing channel), from just before the publish until the last stream has it.
+Last, the floor under write→subscriber on this machine (tests/bench/floor.py): one process making only a
+write's durable steps, each against a no-op of its own, beside which the services' figures read.
 """
 
 from __future__ import annotations
