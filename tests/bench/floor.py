@@ -9,8 +9,8 @@ stream, which assigns the cursor, then its consumer's delivery. This yardstick m
 the event loop (psycopg's asyncio connection in autocommit, one round trip a statement; SQLite with the
 services' pragmas), with no services, no second process, no protobuf, no authentication, and measures each
 against a no-op of the same process, in alternating rounds as the services' figures are. What it prints is
-what no design of the services can go under here; the services' figures add three processes' hops and
-their work.
+what no design of the services can go under here. The services' figures add their work to the same steps
+and, on the SQL log, one process hop more (ModuleStore to Telemetry).
 
 Run as its own OS process (`python -m tests.bench.floor SQLITE_PATH [--postgres A B] [--nats URL]`); it
 listens on port 0 and prints `ready floor <host:port>` once it serves. `/bench.Floor/Write` takes
