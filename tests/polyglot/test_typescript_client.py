@@ -87,10 +87,28 @@ def test_r32_python_reads_back_what_the_typescript_client_did(fsm_run: Lines, su
         assert history.cost_per_turn.measured_tokens == 42
 
 
-def create_run_through(ts_client: Path, address: str, name: str) -> tuple[int, dict[str, str]]:
+def create_run_through(
+    ts_client: Path, address: str, name: str, profile: str = "planner"
+) -> tuple[int, dict[str, Any]]:
     proc = subprocess.run(["node", str(ts_client / "examples" / "create-run.js"), "--registry", address,
-                           "--name", name], capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
+                           "--name", name, "--profile", profile],
+                          capture_output=True, text=True, timeout=60, cwd=ROOT, check=False)
     return proc.returncode, json.loads(proc.stdout.splitlines()[-1])
+
+
+def test_r47_a_refusal_quoting_a_10000_character_profile_name_reaches_the_typescript_client_typed(
+    suite: Suite, ts_client: Path
+) -> None:
+    """The status travels in the trailers, which Node's HTTP/2 reads up to its header list limit (64 KiB by
+    default); the services keep a refusal's under 12 KiB (runtime/errors.py) whatever it quotes: the client
+    gets the typed GgError, its quote cut, and nothing was created."""
+    code, answer = create_run_through(ts_client, suite.registry.address, "ts long profile", "p" * 10_000)
+    assert code == 1, answer
+    assert (answer["code"], answer["reason"]) == ("INVALID_ARGUMENT", "INVALID_FIELD"), answer
+    assert "p" * 150 + "…" in answer["message"] and "p" * 201 not in answer["message"]
+    assert answer["violations"] and all(len(v["field"]) <= 256 for v in answer["violations"])
+    with Client(suite.registry.address, suite.modulestore.address) as gg:
+        assert [r for r in gg.iter_runs() if r.name == "ts long profile"] == []
 
 
 def test_r49_the_typescript_client_retries_by_the_service_config_with_one_request_id(
