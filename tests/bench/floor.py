@@ -22,20 +22,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import signal
 import sqlite3
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 import grpc
 
-from ggmodules.runtime.server import SERVER_OPTIONS
 from tests.bench.common import percentile
+from tests.bench.raw_stream import PLAIN, FanOut, identity, serve_bytes
 
 SERVICE = "bench.Floor"
 # steps -> what the line says it does
@@ -49,16 +48,8 @@ STEPS = {
 }
 
 
-def _identity(data: bytes) -> bytes:
-    return data
-
-
 async def serve(sqlite_path: str, postgres: list[str], nats_url: str) -> None:
-    listeners: set[asyncio.Queue[bytes]] = set()
-
-    def deliver(text: bytes) -> None:
-        for queue in listeners:
-            queue.put_nowait(text)
+    fan_out = FanOut()
 
     lite = sqlite3.connect(sqlite_path, isolation_level=None)
     for pragma in ("journal_mode=WAL", "synchronous=NORMAL"):
@@ -89,7 +80,7 @@ async def serve(sqlite_path: str, postgres: list[str], nats_url: str) -> None:
         await js.add_stream(name=stream, subjects=[f"{stream}.x"])
 
         async def consumed(msg: nats.aio.msg.Msg) -> None:
-            deliver(msg.data)
+            fan_out.deliver(msg.data)
 
         await js.subscribe(f"{stream}.x", cb=consumed, ordered_consumer=True)
 
@@ -108,39 +99,17 @@ async def serve(sqlite_path: str, postgres: list[str], nats_url: str) -> None:
             assert publish is not None
             await publish(body)
         else:
-            deliver(body)
+            fan_out.deliver(body)
         return b""
 
     async def noop(request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         return b""
 
-    async def listen(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
-        queue: asyncio.Queue[bytes] = asyncio.Queue()
-        listeners.add(queue)
-        try:
-            yield b""
-            while True:
-                yield await queue.get()
-        finally:
-            listeners.discard(queue)
-
-    server = grpc.aio.server(options=SERVER_OPTIONS)
-    plain = {"request_deserializer": _identity, "response_serializer": _identity}
-    handlers = {
-        "Noop": grpc.unary_unary_rpc_method_handler(noop, **plain),
-        "Write": grpc.unary_unary_rpc_method_handler(write, **plain),
-        "Listen": grpc.unary_stream_rpc_method_handler(listen, **plain),
-    }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
-    port = server.add_insecure_port("127.0.0.1:0")
-    await server.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    print(f"ready floor 127.0.0.1:{port}", flush=True)
-    await stop.wait()
-    await server.stop(0.5)
+    await serve_bytes(SERVICE, {
+        "Noop": grpc.unary_unary_rpc_method_handler(noop, **PLAIN),
+        "Write": grpc.unary_unary_rpc_method_handler(write, **PLAIN),
+        "Listen": grpc.unary_stream_rpc_method_handler(fan_out.listen, **PLAIN),
+    }, "floor")
     if stream:
         await js.delete_stream(stream)
         await nc.close()
@@ -150,7 +119,7 @@ def _measure(address: str, steps: str, quick: bool) -> tuple[list[float], list[f
     """(no-op samples, write→stream samples) in µs, in 10 alternating rounds after a warm-up, back to back
     as the services' figures are."""
     per_round = 30 if quick else 100
-    plain = {"request_serializer": _identity, "response_deserializer": _identity}
+    plain = {"request_serializer": identity, "response_deserializer": identity}
     with grpc.insecure_channel(address) as channel:
         noop = channel.unary_unary(f"/{SERVICE}/Noop", **plain)
         write = channel.unary_unary(f"/{SERVICE}/Write", **plain)

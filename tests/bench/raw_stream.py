@@ -30,8 +30,11 @@ SERVICE = "bench.RawStream"
 METHOD = f"/{SERVICE}/Stream"
 
 
-def _identity(data: bytes) -> bytes:
+def identity(data: bytes) -> bytes:
     return data
+
+
+PLAIN = {"request_deserializer": identity, "response_serializer": identity}
 
 
 async def _stream(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
@@ -39,7 +42,9 @@ async def _stream(request: bytes, context: grpc.aio.ServicerContext) -> AsyncIte
         yield b""
 
 
-class _FanOut:
+class FanOut:
+    """Server streams that each get every body handed to `deliver` (or sent to `publish`)."""
+
     def __init__(self) -> None:
         self.listeners: set[asyncio.Queue[bytes]] = set()
 
@@ -53,43 +58,51 @@ class _FanOut:
         finally:
             self.listeners.discard(queue)
 
-    async def publish(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+    def deliver(self, body: bytes) -> None:
         for queue in self.listeners:
-            queue.put_nowait(request)
+            queue.put_nowait(body)
+
+    async def publish(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        self.deliver(request)
         return b""
 
 
-async def serve(host: str = "127.0.0.1") -> None:
+async def serve_bytes(service: str, handlers: dict[str, grpc.RpcMethodHandler], ready: str,
+                      host: str = "127.0.0.1") -> None:
+    """Serves `handlers` (built with PLAIN) as `service` on port 0 with the services' server options, prints
+    `ready <ready> <host:port>` once it serves, and returns once SIGTERM or SIGINT stopped it."""
     server = grpc.aio.server(options=SERVER_OPTIONS)
-    fan_out = _FanOut()
-    plain = {"request_deserializer": _identity, "response_serializer": _identity}
-    handlers = {
-        "Stream": grpc.unary_stream_rpc_method_handler(_stream, **plain),
-        "Listen": grpc.unary_stream_rpc_method_handler(fan_out.listen, **plain),
-        "Publish": grpc.unary_unary_rpc_method_handler(fan_out.publish, **plain),
-    }
-    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE, handlers),))
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     port = server.add_insecure_port(f"{host}:0")
     await server.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"ready raw-stream {host}:{port}", flush=True)
+    print(f"ready {ready} {host}:{port}", flush=True)
     await stop.wait()
     await server.stop(0.5)
 
 
+async def serve(host: str = "127.0.0.1") -> None:
+    fan_out = FanOut()
+    await serve_bytes(SERVICE, {
+        "Stream": grpc.unary_stream_rpc_method_handler(_stream, **PLAIN),
+        "Listen": grpc.unary_stream_rpc_method_handler(fan_out.listen, **PLAIN),
+        "Publish": grpc.unary_unary_rpc_method_handler(fan_out.publish, **PLAIN),
+    }, "raw-stream", host)
+
+
 def stream_stub(channel: grpc.Channel) -> grpc.UnaryStreamMultiCallable:
     """The client side: call it with the count as bytes, iterate the empty messages."""
-    return channel.unary_stream(METHOD, request_serializer=_identity, response_deserializer=_identity)
+    return channel.unary_stream(METHOD, request_serializer=identity, response_deserializer=identity)
 
 
 def fan_out_stubs(
     channel: grpc.aio.Channel,
 ) -> tuple[grpc.aio.UnaryStreamMultiCallable, grpc.aio.UnaryUnaryMultiCallable]:
     """The client side of the raw fan-out (an asyncio channel): (Listen, Publish)."""
-    plain = {"request_serializer": _identity, "response_deserializer": _identity}
+    plain = {"request_serializer": identity, "response_deserializer": identity}
     return (
         channel.unary_stream(f"/{SERVICE}/Listen", **plain),
         channel.unary_unary(f"/{SERVICE}/Publish", **plain),
